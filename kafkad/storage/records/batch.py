@@ -46,13 +46,13 @@ NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 _INT32_MAX = 0x7FFFFFFF
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
-assert _HEADER.size == BATCH_OVERHEAD
+assert HEADER_STRUCT.size == BATCH_OVERHEAD
 
 Buffer = bytes | bytearray | memoryview
 
@@ -147,7 +147,7 @@ def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
             ErrorCode.CORRUPT_MESSAGE,
             f"record batch at {pos} is shorter than the {BATCH_OVERHEAD}-byte header",
         )
-    fields = _HEADER.unpack_from(buf, pos)
+    fields = HEADER_STRUCT.unpack_from(buf, pos)
     if fields[3] != MAGIC:
         raise KafkaError(
             ErrorCode.CORRUPT_MESSAGE, f"record batch at {pos} has magic {fields[3]}, expected 2"
@@ -234,7 +234,7 @@ def scan_valid_prefix(buf: Buffer) -> tuple[list[BatchHeader], int]:
     headers: list[BatchHeader] = []
     pos = 0
     last_offset = -1
-    unpack = _HEADER.unpack_from
+    unpack = HEADER_STRUCT.unpack_from
     while end - pos >= BATCH_OVERHEAD:
         fields = unpack(view, pos)
         base_offset, batch_length, _, magic, crc, _, last_offset_delta = fields[:7]

@@ -157,3 +157,30 @@ class KafkaError(Exception):
         super().__init__(f"{code.name}: {message}" if message else code.name)
         self.code = code
         self.message = message
+
+
+class ProtocolError(KafkaError):
+    """Base of the codec's own errors: the peer sent bytes the codec cannot accept."""
+
+
+class ProtocolDecodeError(ProtocolError):
+    """A frame (or part of one) is truncated or malformed."""
+
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> None:
+        super().__init__(code, message)
+
+
+class InvalidRequestError(ProtocolDecodeError):
+    """A request frame is malformed; `header` is set when the header itself decoded."""
+
+    def __init__(self, header: object | None, reason: str) -> None:
+        super().__init__(reason)
+        self.header = header
+
+
+class UnsupportedVersionError(ProtocolError):
+    """Unknown api key or version; `header` is decoded so the broker can still answer."""
+
+    def __init__(self, header: object, message: str = "") -> None:
+        super().__init__(ErrorCode.UNSUPPORTED_VERSION, message)
+        self.header = header

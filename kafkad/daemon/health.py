@@ -1,0 +1,123 @@
+"""The ops HTTP endpoint: GET /metrics (Prometheus text format) and GET /healthz, on `metrics.listeners`.
+
+How it works: a tiny HTTP/1.0-style server (one request per connection, then close) started with
+`asyncio.start_server` on the broker's own event loop, not in a thread. Why: the scrape calls the
+collectors bound with `BrokerMetrics.bind` (partition counts, log sizes) and `healthy()`, which read
+state owned by the event loop; on the loop they need no locks, and a stuck loop shows up as a failed
+scrape/health check, which is what an operator wants to see. A scrape costs a few ms of loop time.
+
+/healthz answers 200 "ok" while `healthy()` returns True (the broker serves: listeners bound, logs
+loaded, registered), else 503 "unavailable". Anything else is 404; non-GET/HEAD methods get 405.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from kafkad.daemon.metrics import BrokerMetrics
+
+log = logging.getLogger(__name__)
+
+MAX_REQUEST_HEAD = 8192
+READ_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class HttpListener:
+    host: str
+    port: int
+
+
+def parse_listener(url: str) -> HttpListener:
+    """ "http://127.0.0.1:9404" -> HttpListener("127.0.0.1", 9404); "[::1]:9404" style hosts allowed."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme != "http":
+        raise ValueError(f"metrics listener {url!r}: only http:// is supported")
+    if parts.port is None or parts.hostname is None:
+        raise ValueError(f"metrics listener {url!r}: expected http://host:port")
+    return HttpListener(parts.hostname, parts.port)
+
+
+class OpsHttpServer:
+    """Serves /metrics and /healthz on the running loop. `start()` binds, `close()` stops."""
+
+    def __init__(self, metrics: BrokerMetrics, healthy: Callable[[], bool], listeners: Iterable[str]) -> None:
+        self._metrics = metrics
+        self._healthy = healthy
+        self._listeners = [parse_listener(u) for u in listeners]
+        self._servers: list[asyncio.Server] = []
+
+    async def start(self) -> None:
+        for lst in self._listeners:
+            server = await asyncio.start_server(self._handle, lst.host, lst.port, reuse_address=True)
+            self._servers.append(server)
+            log.info("metrics and health endpoint on http://%s:%d/", lst.host, self.bound_ports()[-1])
+
+    def bound_ports(self) -> list[int]:
+        """Actual ports (useful with port 0 in tests), in listener order."""
+        return [int(s.sockets[0].getsockname()[1]) for s in self._servers if s.sockets]
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+                return
+            if len(head) > MAX_REQUEST_HEAD:
+                return
+            status, ctype, body, head_only = self._respond(head)
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\nCache-Control: no-store\r\n\r\n".encode()
+            )
+            if not head_only:
+                writer.write(body)
+            await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    def _respond(self, head: bytes) -> tuple[str, str, bytes, bool]:
+        try:
+            method, target, _version = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+        except ValueError:
+            return "400 Bad Request", "text/plain", b"bad request\n", False
+        path = target.split("?", 1)[0]
+        head_only = method == "HEAD"
+        if method not in ("GET", "HEAD"):
+            return "405 Method Not Allowed", "text/plain", b"method not allowed\n", False
+        if path == "/metrics":
+            return "200 OK", CONTENT_TYPE_LATEST, self._metrics.exposition(), head_only
+        if path == "/healthz":
+            try:
+                ok = self._healthy()
+            except Exception:
+                log.exception("health check raised")
+                ok = False
+            if ok:
+                return "200 OK", "text/plain", b"ok\n", head_only
+            return "503 Service Unavailable", "text/plain", b"unavailable\n", head_only
+        return "404 Not Found", "text/plain", b"not found\n", head_only
+
+
+async def start_ops_server(
+    metrics: BrokerMetrics, healthy: Callable[[], bool], listeners: Iterable[str]
+) -> OpsHttpServer:
+    """Bind every `metrics.listeners` URL on the running loop; an empty list serves nothing."""
+    server = OpsHttpServer(metrics, healthy, listeners)
+    await server.start()
+    return server

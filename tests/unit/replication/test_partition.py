@@ -1,0 +1,138 @@
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.replication.manager import ReplicaManager
+from kafkad.replication.partition import Partition, Role
+
+
+@dataclass
+class Cfg:
+    min_insync_replicas: int = 1
+
+
+@dataclass
+class FakeLog:
+    topic: str = "t"
+    partition: int = 0
+    config: Cfg = field(default_factory=Cfg)
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+    high_watermark: int = 0
+    reads: list[tuple[int, int, Any]] = field(default_factory=list)
+
+    def append(self, records: memoryview, **kwargs: Any) -> tuple[int, int]:
+        base = self.log_end_offset
+        self.log_end_offset += len(records)
+        return base, self.log_end_offset - 1
+
+    def read(self, offset: int, max_bytes: int, **kwargs: Any) -> str:
+        self.reads.append((offset, max_bytes, kwargs.get("max_offset")))
+        return "slice"
+
+
+def test_leader_hw_follows_leo_and_wakes_waiters() -> None:
+    async def go() -> None:
+        log = FakeLog()
+        p = Partition(log, broker_id=1)
+        waiter = p.data_waiter()
+        assert not waiter.done()
+        assert p.append_as_leader(memoryview(b"abc"), now_ms=0, required_acks=-1) == (0, 2)
+        assert log.high_watermark == 3
+        assert waiter.done()
+        await asyncio.wait_for(p.wait_replicated(2), 1)  # HW already covers it
+
+    asyncio.run(go())
+
+
+def test_acks_all_waits_for_follower_in_isr() -> None:
+    async def go() -> None:
+        log = FakeLog()
+        p = Partition(log, broker_id=1)
+        p.become_leader(3, isr=[1, 2], replicas=[1, 2])
+        p.append_as_leader(memoryview(b"ab"), now_ms=0, required_acks=-1)
+        assert p.high_watermark == 0  # follower 2 has nothing yet
+        task = asyncio.ensure_future(p.wait_replicated(1))
+        await asyncio.sleep(0)
+        assert not task.done()
+        p.update_follower_position(2, 1)
+        assert p.high_watermark == 1
+        await asyncio.sleep(0)
+        assert not task.done()
+        p.update_follower_position(2, 2)
+        await asyncio.wait_for(task, 1)
+        assert p.high_watermark == 2
+
+    asyncio.run(go())
+
+
+def test_follower_rejects_produce_and_fails_waiters() -> None:
+    async def go() -> None:
+        p = Partition(FakeLog(), broker_id=1)
+        p.become_leader(1, isr=[1, 2], replicas=[1, 2])
+        p.append_as_leader(memoryview(b"a"), now_ms=0, required_acks=1)
+        task = asyncio.ensure_future(p.wait_replicated(0))
+        await asyncio.sleep(0)
+        p.become_follower(2, leader_id=2)
+        assert p.role is Role.FOLLOWER
+        with pytest.raises(KafkaError) as e:
+            await task
+        assert e.value.code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+        with pytest.raises(KafkaError):
+            p.append_as_leader(memoryview(b"a"), now_ms=0, required_acks=1)
+
+    asyncio.run(go())
+
+
+def test_min_isr_and_offset_range() -> None:
+    log = FakeLog(config=Cfg(min_insync_replicas=2))
+    p = Partition(log, broker_id=1)
+    with pytest.raises(KafkaError) as e:
+        p.append_as_leader(memoryview(b"a"), now_ms=0, required_acks=-1)
+    assert e.value.code is ErrorCode.NOT_ENOUGH_REPLICAS
+    p.append_as_leader(memoryview(b"ab"), now_ms=0, required_acks=1)
+    assert p.read_records(2, 100, min_one_batch=True) == "slice"
+    assert log.reads[-1] == (2, 100, 2)
+    with pytest.raises(KafkaError) as e:
+        p.read_records(3, 100, min_one_batch=True)
+    assert e.value.code is ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class FakeLogManager:
+    def __init__(self) -> None:
+        self.logs_: dict[tuple[str, int], FakeLog] = {}
+        self.deleted: list[str] = []
+
+    def get(self, topic: str, partition: int) -> FakeLog | None:
+        return self.logs_.get((topic, partition))
+
+    def create_partition(self, topic: str, partition: int, overrides: Any = None) -> FakeLog:
+        return self.logs_.setdefault((topic, partition), FakeLog(topic, partition))
+
+    def delete_topic(self, topic: str) -> None:
+        self.deleted.append(topic)
+
+    def logs(self) -> Any:
+        return iter(self.logs_.values())
+
+    def check_writable(self) -> None:
+        pass
+
+
+def test_replica_manager_topics() -> None:
+    lm = FakeLogManager()
+    lm.create_partition("old", 0)
+    rm = ReplicaManager(lm, broker_id=0)
+    assert rm.load_from_logs() == 1
+    rm.create_topic("t", 3)
+    assert rm.topics() == {"old": 1, "t": 3}
+    with pytest.raises(KafkaError) as e:
+        rm.create_topic("t", 1)
+    assert e.value.code is ErrorCode.TOPIC_ALREADY_EXISTS
+    rm.add_partitions("t", 5)
+    assert [p.index for p in rm.partitions_of("t")] == [0, 1, 2, 3, 4]
+    rm.delete_topic("t")
+    assert lm.deleted == ["t"] and rm.get("t", 0) is None

@@ -1,0 +1,542 @@
+"""LogManager: every partition log under `log.dirs`, their checkpoints, retention, flushing and the disk budget.
+
+Layout of each log dir (Kafka's): `meta.properties` (see meta_properties.py), the three offset
+checkpoints (recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+replication-offset-checkpoint), `.kafka_cleanshutdown` after a clean stop, and one `<topic>-<p>/`
+directory per partition. A deleted topic's dirs are renamed `<topic>-<p>.<uuid>-delete` and removed
+later; such leftovers found at load time are removed too.
+
+Start (`load`, blocking): per dir, read the checkpoints once, note and delete the clean-shutdown marker
+(as Kafka does: a crash while loading then counts as unclean), and open every partition in a small
+thread pool. With the marker present a partition opens without recovery; without it the opener
+recovers segments past the recovery point. Stop (`shutdown`, blocking): flush, producer snapshots,
+checkpoints, then the marker.
+
+Periodic work has no threads or timers of its own: the daemon calls the passes. Each pass DECIDES on
+the event loop (cheap, in memory: `retention_pass`, `budget_pass`, `flush_pass`) and leaves the slow
+part (fsync, closing files and unlinking) to a blocking method the daemon runs in an executor
+(`flush_logs`, `delete_pending`). Segments taken out of a log stay on disk with their fds open for
+file.delete.delay.ms, so a response being sendfile'd from them still reads valid bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkad.clock import Clock
+from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage import checkpoints
+from kafkad.storage.disk_budget import (
+    BudgetPlan,
+    BudgetState,
+    DiskUsage,
+    SegmentCandidate,
+    ShippedCheck,
+    UsageProbe,
+    everything_shipped,
+    plan_budget,
+    statvfs_usage,
+)
+from kafkad.storage.log_config import LogConfig
+from kafkad.storage.log_dir_layout import (
+    CLEAN_SHUTDOWN_FILE,
+    DELETE_DIR_SUFFIX,
+    IGNORED_DIR_SUFFIXES,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    TopicPartition,
+    parse_partition_dir,
+    validate_topic_name,
+)
+from kafkad.storage.log_manager_config import LogManagerConfig
+from kafkad.storage.managed_log import LogOpener, ManagedLog, OpenRequest, default_opener
+from kafkad.storage.retention import retention_cutoff
+from kafkad.storage.topic_configs import read_topic_overrides, write_topic_overrides
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadStats:
+    partitions: int
+    recovered: int  # partitions opened with recovery (their dir had no clean-shutdown marker)
+    clean_dirs: int
+    seconds: float
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Files waiting for file.delete.delay.ms before the blocking delete."""
+
+    due_ms: int
+    log_dir: str
+    size_bytes: int
+    action: Callable[[], None]
+
+
+class LogManager:
+    """All partition logs of this broker. Runs on the event loop except the methods marked blocking."""
+
+    def __init__(
+        self,
+        config: LogManagerConfig,
+        default_log_config: LogConfig,
+        clock: Clock,
+        *,
+        opener: LogOpener = default_opener,
+        usage_probe: UsageProbe = statvfs_usage,
+        is_shipped: ShippedCheck = everything_shipped,
+    ) -> None:
+        self.config = config
+        self.default_log_config = default_log_config
+        self._clock = clock
+        self._opener = opener
+        self._probe = usage_probe
+        self._is_shipped = is_shipped
+        self._dirs = [str(Path(d)) for d in config.log_dirs]
+        self._logs: dict[TopicPartition, ManagedLog] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self._overrides: dict[str, dict[str, str]] = {}
+        self._last_flush_ms: dict[TopicPartition, int] = {}
+        self._pending: list[_Pending] = []
+        self._pending_lock = threading.Lock()  # appended on the loop, drained in an executor
+        self.budget = BudgetState()
+        self.load_stats: LoadStats | None = None
+
+    # ---- start and stop -------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Blocking: call in executor. Open every partition of every log dir (recovering after a crash)."""
+        started = time.monotonic()
+        now = self._clock.time_ms()
+        jobs: list[tuple[str, OpenRequest]] = []
+        clean_dirs = 0
+        for d in self._dirs:
+            path = Path(d)
+            path.mkdir(parents=True, exist_ok=True)
+            marker = path / CLEAN_SHUTDOWN_FILE
+            clean = marker.exists()
+            if clean:
+                clean_dirs += 1
+                marker.unlink()  # a crash from here on must count as unclean (KAFKA-10471)
+            recovery = checkpoints.read_offsets(path / RECOVERY_POINT_CHECKPOINT)
+            starts = checkpoints.read_offsets(path / LOG_START_OFFSET_CHECKPOINT)
+            hws = checkpoints.read_offsets(path / REPLICATION_OFFSET_CHECKPOINT)
+            for entry in os.scandir(path):
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                if entry.name.endswith(DELETE_DIR_SUFFIX) or entry.name.endswith(".deleted"):
+                    self._queue(now, d, 0, _rmtree_action(Path(entry.path)))
+                    continue
+                if entry.name.endswith(IGNORED_DIR_SUFFIXES):
+                    log.warning("log dir %s: leaving %s alone (not a live partition)", d, entry.name)
+                    continue
+                tp = parse_partition_dir(entry.name)
+                if tp is None:
+                    log.warning("log dir %s: ignoring %s (not <topic>-<partition>)", d, entry.name)
+                    continue
+                jobs.append(
+                    (
+                        d,
+                        OpenRequest(
+                            path=Path(entry.path),
+                            topic=tp[0],
+                            partition=tp[1],
+                            config=self.default_log_config,  # replaced by _open_one after reading overrides
+                            recovery_point=recovery.get(tp, 0),
+                            log_start_offset=starts.get(tp, 0),
+                            high_watermark=hws.get(tp, 0),
+                            recover=not clean,
+                        ),
+                    )
+                )
+        seen: dict[TopicPartition, str] = {}
+        for d, req in jobs:
+            tp = (req.topic, req.partition)
+            if tp in seen:
+                raise KafkaError(
+                    ErrorCode.KAFKA_STORAGE_ERROR,
+                    f"partition {req.topic}-{req.partition} exists in two log dirs: {seen[tp]} and {d}",
+                )
+            seen[tp] = d
+        threads = max(1, min(len(jobs), self.config.num_recovery_threads * len(self._dirs)))
+        with ThreadPoolExecutor(threads, thread_name_prefix="log-load") as pool:
+            opened = list(pool.map(self._open_one, (req for _, req in jobs)))
+        for (d, req), (plog, overrides) in zip(jobs, opened, strict=True):
+            tp = (req.topic, req.partition)
+            self._logs[tp] = plog
+            self._dir_of[tp] = d
+            self._last_flush_ms[tp] = now
+            if overrides:
+                self._overrides.setdefault(req.topic, overrides)
+        self.load_stats = LoadStats(
+            partitions=len(jobs),
+            recovered=sum(1 for _, r in jobs if r.recover),
+            clean_dirs=clean_dirs,
+            seconds=time.monotonic() - started,
+        )
+        log.info(
+            "loaded %d partitions from %d log dirs (%d clean) in %.3f s, %d recovered",
+            len(jobs),
+            len(self._dirs),
+            clean_dirs,
+            self.load_stats.seconds,
+            self.load_stats.recovered,
+        )
+
+    def _open_one(self, req: OpenRequest) -> tuple[ManagedLog, dict[str, str]]:
+        overrides = read_topic_overrides(req.path)
+        config = self.default_log_config.with_overrides(overrides) if overrides else self.default_log_config
+        return self._opener(_replace_config(req, config)), overrides
+
+    def shutdown(self) -> None:
+        """Blocking: call in executor. Flush and close every log, write checkpoints, then the clean markers."""
+        items = list(self._logs.values())
+        threads = max(1, min(len(items), self.config.num_recovery_threads * len(self._dirs)))
+        with ThreadPoolExecutor(threads, thread_name_prefix="log-close") as pool:
+            list(pool.map(lambda plog: plog.flush(), items))
+        self.checkpoint_all()
+        with ThreadPoolExecutor(threads, thread_name_prefix="log-close") as pool:
+            list(pool.map(lambda plog: plog.close(snapshot=True), items))
+        # Nothing reads the detached segments any more: delete them now rather than leaving orphans.
+        self.delete_pending(2**62)
+        for d in self._dirs:
+            checkpoints.write_atomic(Path(d) / CLEAN_SHUTDOWN_FILE, b"")
+        self._logs.clear()
+        self._dir_of.clear()
+        log.info("log manager shut down cleanly (%d partitions)", len(items))
+
+    def checkpoint_all(self) -> None:
+        """Blocking: call in executor. Write the three offset checkpoints of every log dir."""
+        per_dir: dict[str, list[tuple[TopicPartition, ManagedLog]]] = {d: [] for d in self._dirs}
+        for tp, plog in list(self._logs.items()):
+            per_dir[self._dir_of[tp]].append((tp, plog))
+        for d, entries in per_dir.items():
+            path = Path(d)
+            checkpoints.write_offsets(
+                path / RECOVERY_POINT_CHECKPOINT, {tp: p.recovery_point for tp, p in entries}
+            )
+            checkpoints.write_offsets(
+                path / LOG_START_OFFSET_CHECKPOINT, {tp: p.log_start_offset for tp, p in entries}
+            )
+            checkpoints.write_offsets(
+                path / REPLICATION_OFFSET_CHECKPOINT, {tp: p.high_watermark for tp, p in entries}
+            )
+
+    # ---- partitions and topics ------------------------------------------------------------------
+
+    def get(self, topic: str, partition: int) -> ManagedLog | None:
+        return self._logs.get((topic, partition))
+
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._dir_of.get((topic, partition))
+
+    def create_partition(
+        self, topic: str, partition: int, overrides: Mapping[str, str] | None = None
+    ) -> ManagedLog:
+        """Open the partition's log, creating its dir in the log dir with the fewest partitions.
+
+        Existing partitions are returned as they are. Given `overrides` become the topic's overrides.
+        Does small filesystem work (mkdir, and an atomic write when the topic has overrides).
+        """
+        tp = (topic, partition)
+        existing = self._logs.get(tp)
+        if existing is not None:
+            return existing
+        validate_topic_name(topic)
+        if partition < 0:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"partition {partition} of {topic} is negative")
+        topic_overrides = dict(overrides) if overrides else self._overrides.get(topic, {})
+        config = (
+            self.default_log_config.with_overrides(topic_overrides)
+            if topic_overrides
+            else self.default_log_config
+        )
+        counts = dict.fromkeys(self._dirs, 0)
+        for d in self._dir_of.values():
+            counts[d] += 1
+        chosen = min(self._dirs, key=lambda d: counts[d])  # ties: first in log.dirs order
+        path = Path(chosen) / f"{topic}-{partition}"
+        path.mkdir(parents=True, exist_ok=True)
+        if topic_overrides:
+            write_topic_overrides(path, topic_overrides)
+            self._overrides[topic] = topic_overrides
+        plog = self._opener(
+            OpenRequest(
+                path,
+                topic,
+                partition,
+                config,
+                recovery_point=0,
+                log_start_offset=0,
+                high_watermark=0,
+                recover=False,
+            )
+        )
+        self._logs[tp] = plog
+        self._dir_of[tp] = chosen
+        self._last_flush_ms[tp] = self._clock.time_ms()
+        if topic_overrides and overrides:
+            self._persist_overrides(topic, topic_overrides)  # other partitions of the topic follow
+        return plog
+
+    def delete_topic(self, topic: str) -> None:
+        """Take the topic's partitions away now; their dirs are renamed `*-delete` and removed later.
+
+        Renames are metadata-only; closing and removing the files happens in `delete_pending` after
+        file.delete.delay.ms (in-flight reads keep working until then).
+        """
+        now = self._clock.time_ms()
+        for p in self.partitions_of(topic):
+            tp = (topic, p)
+            plog = self._logs.pop(tp)
+            d = self._dir_of.pop(tp)
+            self._last_flush_ms.pop(tp, None)
+            src = Path(d) / f"{topic}-{p}"
+            dst = Path(d) / f"{topic}-{p}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            os.rename(src, dst)
+            size = plog.size_bytes()
+            self._queue(now + plog.config.file_delete_delay_ms, d, size, _close_and_rmtree(plog, dst))
+        self._overrides.pop(topic, None)
+
+    def topics(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for topic, _ in self._logs:
+            out[topic] = out.get(topic, 0) + 1
+        return out
+
+    def partitions_of(self, topic: str) -> list[int]:
+        return sorted(p for t, p in self._logs if t == topic)
+
+    def logs(self) -> Iterator[ManagedLog]:
+        return iter(list(self._logs.values()))
+
+    # ---- topic overrides ------------------------------------------------------------------------
+
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        return dict(self._overrides.get(topic, {}))
+
+    def set_topic_overrides(self, topic: str, overrides: Mapping[str, str]) -> LogConfig:
+        """Blocking (one small atomic write per partition dir): replace the topic's overrides.
+
+        Validates first (KafkaError(INVALID_CONFIG)), persists, then applies the new LogConfig to the
+        topic's open logs. Returns that config.
+        """
+        validate_topic_name(topic)
+        config = self.default_log_config.with_overrides(overrides)
+        new = dict(overrides)
+        self._persist_overrides(topic, new)
+        if new:
+            self._overrides[topic] = new
+        else:
+            self._overrides.pop(topic, None)
+        for p in self.partitions_of(topic):
+            self._logs[(topic, p)].update_config(config)
+        return config
+
+    def _persist_overrides(self, topic: str, overrides: Mapping[str, str]) -> None:
+        for p in self.partitions_of(topic):
+            write_topic_overrides(Path(self._dir_of[(topic, p)]) / f"{topic}-{p}", overrides)
+
+    # ---- writes ---------------------------------------------------------------------------------
+
+    def check_writable(self) -> None:
+        """Loop-safe, cheap: KafkaError(KAFKA_STORAGE_ERROR) while the disk budget blocks writes."""
+        self.budget.check_writable()
+
+    def append(self, topic: str, partition: int, records: memoryview, **kwargs: Any) -> Any:
+        """PartitionLog.append behind the disk-budget gate; KafkaError(UNKNOWN_TOPIC_OR_PARTITION) if absent."""
+        self.budget.check_writable()
+        plog = self._logs.get((topic, partition))
+        if plog is None:
+            raise KafkaError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} is not on this broker"
+            )
+        return plog.append(records, **kwargs)
+
+    # ---- periodic passes (decide on the loop) ---------------------------------------------------
+
+    def retention_pass(self, now_ms: int) -> int:
+        """Loop-safe: detach closed segments past retention.ms / retention.bytes / the log start offset.
+
+        Whole segments only, oldest first, never the active one, never data above the high watermark.
+        Their files are deleted by `delete_pending` after file.delete.delay.ms. Returns segments detached.
+        """
+        detached = 0
+        for tp, plog in list(self._logs.items()):
+            cfg = plog.config
+            if not cfg.delete_enabled:
+                continue
+            upto = retention_cutoff(
+                plog.closed_segments(),
+                cfg,
+                size_bytes=plog.size_bytes(),
+                high_watermark=plog.high_watermark,
+                log_start_offset=plog.log_start_offset,
+                now_ms=now_ms,
+            )
+            if upto >= 0:
+                detached += self._detach(tp, plog, upto, now_ms)
+        return detached
+
+    def budget_pass(self, now_ms: int) -> BudgetPlan:
+        """Loop-safe (statvfs per log dir): enforce the broker-wide disk budget, block or unblock writes."""
+        cfg = self.config
+        if cfg.log_dirs_max_bytes < 0 and cfg.log_dirs_min_free_percent <= 0:
+            return BudgetPlan((), (), 0)
+        used: dict[str, int] = dict.fromkeys(self._dirs, 0)
+        for tp, plog in list(self._logs.items()):
+            used[self._dir_of[tp]] += plog.size_bytes()
+        usage: dict[str, DiskUsage] = {}
+        if cfg.log_dirs_min_free_percent > 0:
+            usage = {d: self._probe(d) for d in self._dirs}
+            # Files already waiting for deletion will be freed: count them as free space.
+            pending_by_dev: dict[int, int] = {}
+            with self._pending_lock:
+                for item in self._pending:
+                    dev = usage[item.log_dir].device
+                    pending_by_dev[dev] = pending_by_dev.get(dev, 0) + item.size_bytes
+            usage = {
+                d: DiskUsage(u.device, u.total_bytes, u.free_bytes + pending_by_dev.get(u.device, 0))
+                for d, u in usage.items()
+            }
+        plan = plan_budget(
+            used_bytes_by_dir=used,
+            usage_by_dir=usage,
+            max_bytes=cfg.log_dirs_max_bytes,
+            min_free_percent=cfg.log_dirs_min_free_percent,
+            candidates=self._candidates(),
+            is_shipped=self._is_shipped,
+        )
+        for c in plan.unshipped:
+            log.warning(
+                "DISK BUDGET: deleting segment %s-%d base offset %d (%d bytes) that the Spark bridge has NOT "
+                "shipped yet: no shipped segment is left to free space",
+                c.topic,
+                c.partition,
+                c.base_offset,
+                c.size_bytes,
+            )
+        for (topic, p), upto in plan.delete_before().items():
+            target = self._logs.get((topic, p))
+            if target is not None:
+                self._detach((topic, p), target, upto, now_ms)
+        if plan.deletions:
+            log.info("disk budget: detached %d segments", len(plan.deletions))
+        if plan.shortfall_bytes > 0:
+            if not self.budget.writes_blocked:
+                log.error(
+                    "disk budget exceeded by %d bytes with no closed segment left: blocking writes",
+                    plan.shortfall_bytes,
+                )
+            self.budget.block(f"log dirs over their disk budget by {plan.shortfall_bytes} bytes")
+        elif self.budget.writes_blocked:
+            log.warning("disk budget met again: writes resume")
+            self.budget.unblock()
+        return plan
+
+    def _candidates(self) -> Iterator[SegmentCandidate]:
+        for (topic, p), plog in list(self._logs.items()):
+            d = self._dir_of[(topic, p)]
+            for seg in plog.closed_segments():
+                yield SegmentCandidate(d, topic, p, seg.base_offset, seg.size_bytes, seg.max_timestamp_ms)
+
+    def _detach(self, tp: TopicPartition, plog: ManagedLog, upto: int, now_ms: int) -> int:
+        gone = plog.detach_segments_through(upto)
+        if not gone:
+            return 0
+        size = sum(g.size_bytes for g in gone)
+
+        def delete_all() -> None:
+            for g in gone:
+                g.delete()
+
+        self._queue(now_ms + plog.config.file_delete_delay_ms, self._dir_of[tp], size, delete_all)
+        return len(gone)
+
+    def flush_pass(self, now_ms: int) -> list[ManagedLog]:
+        """Loop-safe: the logs due a flush by flush.ms or flush.messages; run `flush_logs` on them."""
+        due: list[ManagedLog] = []
+        for tp, plog in list(self._logs.items()):
+            unflushed = plog.log_end_offset - plog.recovery_point
+            if unflushed <= 0:
+                continue
+            cfg = plog.config
+            if (
+                unflushed >= cfg.flush_messages
+                or now_ms - self._last_flush_ms.get(tp, now_ms) >= cfg.flush_ms
+            ):
+                due.append(plog)
+        return due
+
+    def flush_logs(self, logs: Sequence[ManagedLog], now_ms: int) -> None:
+        """Blocking: call in executor. fsync the given logs (advances their recovery points)."""
+        for plog in logs:
+            plog.flush()
+            self._last_flush_ms[(plog.topic, plog.partition)] = now_ms
+
+    # ---- deferred deletion (blocking) -----------------------------------------------------------
+
+    def _queue(self, due_ms: int, log_dir: str, size: int, action: Callable[[], None]) -> None:
+        with self._pending_lock:
+            self._pending.append(_Pending(due_ms, log_dir, size, action))
+
+    def next_delete_due_ms(self) -> int | None:
+        """Loop-safe: when `delete_pending` next has work (None = nothing queued)."""
+        with self._pending_lock:
+            return min((p.due_ms for p in self._pending), default=None)
+
+    def delete_pending(self, now_ms: int) -> int:
+        """Blocking: call in executor. Close and unlink what is due; returns the number of items done."""
+        with self._pending_lock:
+            due = [p for p in self._pending if p.due_ms <= now_ms]
+            self._pending = [p for p in self._pending if p.due_ms > now_ms]
+        for item in due:
+            try:
+                item.action()
+            except OSError:
+                log.exception("deleting files in %s failed", item.log_dir)
+        return len(due)
+
+
+def _replace_config(req: OpenRequest, config: LogConfig) -> OpenRequest:
+    if req.config is config:
+        return req
+    return OpenRequest(
+        req.path,
+        req.topic,
+        req.partition,
+        config,
+        recovery_point=req.recovery_point,
+        log_start_offset=req.log_start_offset,
+        high_watermark=req.high_watermark,
+        recover=req.recover,
+    )
+
+
+def _rmtree_action(path: Path) -> Callable[[], None]:
+    def run() -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    return run
+
+
+def _close_and_rmtree(plog: ManagedLog, path: Path) -> Callable[[], None]:
+    def run() -> None:
+        with contextlib.suppress(OSError):
+            plog.close(snapshot=False)
+        shutil.rmtree(path, ignore_errors=True)
+
+    return run

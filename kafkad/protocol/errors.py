@@ -6,6 +6,10 @@ Internal code raises `KafkaError(code, message)`; handlers turn it into the code
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafkad.protocol.codec import RequestHeader
 
 
 class ErrorCode(IntEnum):
@@ -173,7 +177,7 @@ class ProtocolDecodeError(ProtocolError):
 class InvalidRequestError(ProtocolDecodeError):
     """A request frame is malformed; `header` is set when the header itself decoded."""
 
-    def __init__(self, header: object | None, reason: str) -> None:
+    def __init__(self, header: RequestHeader | None, reason: str) -> None:
         super().__init__(reason)
         self.header = header
 
@@ -181,6 +185,6 @@ class InvalidRequestError(ProtocolDecodeError):
 class UnsupportedVersionError(ProtocolError):
     """Unknown api key or version; `header` is decoded so the broker can still answer."""
 
-    def __init__(self, header: object, message: str = "") -> None:
+    def __init__(self, header: RequestHeader, message: str = "") -> None:
         super().__init__(ErrorCode.UNSUPPORTED_VERSION, message)
         self.header = header

@@ -51,9 +51,10 @@ def test_fetch_response_keeps_records_refs_as_own_chunks() -> None:
     assert [type(c) for c in chunks] == [bytes, FakeSlice, FakeSlice, bytes]
     assert chunks[1] is ref_a and chunks[2] is ref_b
     total = sum(len(c) if isinstance(c, bytes) else c.size for c in chunks)
-    size, corr = struct.unpack_from(">ii", chunks[0])
-    assert (size, corr) == (total - 4, 77)
     head = chunks[0]
+    assert isinstance(head, bytes)
+    size, corr = struct.unpack_from(">ii", head)
+    assert (size, corr) == (total - 4, 77)
     assert head.endswith(struct.pack(">i", 152) + b"xy")  # records length = sum of the parts
 
 

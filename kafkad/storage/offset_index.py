@@ -1,0 +1,202 @@
+"""Sparse memory-mapped segment indexes (Kafka `AbstractIndex` / `OffsetIndex`).
+
+`.index` file: 8-byte big-endian entries `relativeOffset i32 | position i32`, strictly increasing in
+both. An entry maps the LAST offset of an appended batch set to the file position where that append
+started, so "largest entry <= target" always points at or before the batch holding the target.
+
+The file is preallocated to segment.index.bytes (rounded down to the entry size) while the segment is
+active and trimmed to its entries on roll/close; the entry count of an existing file is its length
+divided by the entry size. There is no checksum: `sanity_check()` catches the usual damage (odd length,
+zero-filled preallocated tail) and segments past the recovery point rebuild their indexes anyway.
+
+`MappedIndex` holds what both index kinds share (mmap, resize, binary search); `TimeIndex` lives in
+time_index.py. Concurrency: runs on the event loop; `fsync()` is blocking and only touches the fd,
+so an executor thread may call it while the loop appends or remaps.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from pathlib import Path
+
+from kafkad.protocol.errors import ErrorCode, KafkaError
+
+_I32 = struct.Struct(">i")
+
+
+class IndexFullError(Exception):
+    """Raised by append on a full index; the log rolls before this can happen."""
+
+
+class MappedIndex:
+    ENTRY_SIZE = 8
+    KIND = "index"
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        length = os.fstat(self._fd).st_size
+        if length == 0:
+            length = self._round(max_index_size)
+            os.ftruncate(self._fd, length)
+            self.entries = 0
+        else:
+            self.entries = self._round(length) // self.ENTRY_SIZE
+        self._length = length
+        self._mm: mmap.mmap | None = mmap.mmap(self._fd, length) if length else None
+
+    def _round(self, size: int) -> int:
+        return size - size % self.ENTRY_SIZE
+
+    @property
+    def max_entries(self) -> int:
+        return self._length // self.ENTRY_SIZE
+
+    @property
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    @property
+    def size_bytes(self) -> int:
+        return self.entries * self.ENTRY_SIZE
+
+    @property
+    def file_length(self) -> int:
+        return self._length
+
+    def _rel_offset_at(self, slot: int) -> int:
+        """Relative offset stored in `slot` (subclasses place it differently)."""
+        assert self._mm is not None
+        return int(_I32.unpack_from(self._mm, slot * self.ENTRY_SIZE)[0])
+
+    def _largest_lower_bound(self, key: struct.Struct, key_at: int, target: int) -> int:
+        """Slot of the largest entry whose key (`key` at `key_at` in the entry) <= target, or -1."""
+        mm = self._mm
+        n = self.entries
+        if n == 0 or mm is None:
+            return -1
+        unpack = key.unpack_from
+        size = self.ENTRY_SIZE
+        if unpack(mm, key_at)[0] > target:
+            return -1
+        lo, hi = 0, n - 1
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if unpack(mm, mid * size + key_at)[0] <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _check_relative(self, offset: int) -> int:
+        rel = offset - self.base_offset
+        if not 0 <= rel <= 0x7FFFFFFF:
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"offset {offset} not within int32 of base {self.base_offset}"
+            )
+        return rel
+
+    def _truncate_by_offset(self, offset: int, rel_at: int) -> None:
+        # Keep the entries whose offset is < `offset`: the largest slot with rel <= target - 1.
+        self.entries = self._largest_lower_bound(_I32, rel_at, offset - self.base_offset - 1) + 1
+
+    def _rel_at(self, slot: int, rel_at: int) -> int:
+        assert self._mm is not None
+        return int(_I32.unpack_from(self._mm, slot * self.ENTRY_SIZE + rel_at)[0])
+
+    def reset(self) -> None:
+        """Forget every entry (before a rebuild)."""
+        self.entries = 0
+
+    def resize(self, new_size: int) -> None:
+        """Set the file length (rounded down, never below the entries) and remap it."""
+        length = max(self._round(new_size), self.size_bytes)
+        if length == self._length:
+            return
+        if self._mm is not None:
+            self._mm.close()  # unmap before shrinking: touching a page past EOF is SIGBUS
+            self._mm = None
+        os.ftruncate(self._fd, length)
+        self._length = length
+        if length:
+            self._mm = mmap.mmap(self._fd, length)
+
+    def trim(self) -> None:
+        self.resize(self.size_bytes)
+
+    def fsync(self) -> None:
+        """Blocking: write the mapped pages back (fsync of the fd covers MAP_SHARED pages on Linux)."""
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        self.trim()
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        os.close(self._fd)
+        self._fd = -1
+
+    def rename(self, path: Path) -> None:
+        os.rename(self.path, path)
+        self.path = path
+
+    def _sanity_check_length(self) -> None:
+        if self._length % self.ENTRY_SIZE:
+            raise KafkaError(
+                ErrorCode.CORRUPT_MESSAGE, f"{self.path}: length {self._length} is not a multiple"
+            )
+
+    def _sanity_check_offsets(self, rel_at: int) -> None:
+        # A preallocated file that was never trimmed ends in zero entries: the last two would not increase.
+        if self.entries >= 2 and self._rel_at(self.entries - 1, rel_at) <= self._rel_at(
+            self.entries - 2, rel_at
+        ):
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{self.path}: entries do not increase at the end")
+
+
+class OffsetIndex(MappedIndex):
+    """offset -> file position; see the module docstring."""
+
+    ENTRY_SIZE = 8
+    _ENTRY = struct.Struct(">ii")
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the largest entry <= offset, else (base_offset, 0)."""
+        slot = self._largest_lower_bound(_I32, 0, offset - self.base_offset)
+        if slot < 0:
+            return self.base_offset, 0
+        assert self._mm is not None
+        rel, pos = self._ENTRY.unpack_from(self._mm, slot * 8)
+        return self.base_offset + rel, pos
+
+    def entry(self, slot: int) -> tuple[int, int]:
+        assert self._mm is not None
+        rel, pos = self._ENTRY.unpack_from(self._mm, slot * 8)
+        return self.base_offset + rel, pos
+
+    @property
+    def last_offset(self) -> int:
+        return self.entry(self.entries - 1)[0] if self.entries else self.base_offset
+
+    def append(self, offset: int, position: int) -> None:
+        rel = self._check_relative(offset)
+        if self.entries and rel <= self._rel_offset_at(self.entries - 1):
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"index append of {offset} is not increasing")
+        if self.is_full:
+            raise IndexFullError(str(self.path))
+        assert self._mm is not None
+        self._ENTRY.pack_into(self._mm, self.entries * 8, rel, position)
+        self.entries += 1
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries with offset >= `offset`."""
+        self._truncate_by_offset(offset, 0)
+
+    def sanity_check(self) -> None:
+        self._sanity_check_length()
+        self._sanity_check_offsets(0)

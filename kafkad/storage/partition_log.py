@@ -1,0 +1,644 @@
+"""One partition's log (Kafka `UnifiedLog` + `LocalLog`): ordered segments in `<topic>-<partition>/`.
+
+Append: validate every batch (CRC-32C, sizes, producer sequences), stamp baseOffset and the leader epoch
+in place (outside the CRC), set LogAppendTime if the topic asks for it, and write the caller's buffer
+with one os.write. Never decodes records. The active (last) segment rolls on segment.bytes, segment.ms
+(injected Clock), a full index, or an offset that would not fit int32 relative to its base.
+
+Read: the segment holding the offset returns a FileSlice (sendfile), bounded by max_offset (the high
+watermark) and max_bytes (but at least one whole batch with min_one_batch), as Kafka does.
+
+Durability: writes go to the page cache. `flush()` (blocking, callable from an executor thread while
+the loop keeps appending: it only fsyncs fds and then moves `recovery_point` forward) is due after
+flush.messages / flush.ms or a roll (`flush_due`). `open(recover=False)` after a clean shutdown trusts
+the indexes (sanity checks only) and the producer snapshot at the log end; `open(recover=True)`
+recovers every segment from the one holding the recovery point: keeps the valid prefix of batches,
+truncates the torn tail, rebuilds indexes, leader epochs and producer state from batch headers.
+
+Deleted segments (retention, DeleteRecords, truncation) are renamed `*.deleted` and their fds stay open
+for file.delete.delay.ms (Kafka's delay): a fetch response may still be sendfile-ing from them, and
+closing an fd the writer holds could even make it send another file that reused the number.
+`reap_deleted()` closes and unlinks them once the delay passed.
+
+Concurrency: runs on the event loop and never blocks, except methods documented "blocking".
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import logging
+import random
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from kafkad.clock import Clock
+from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage.checkpoints import remove_quietly
+from kafkad.storage.file_slice import FileSlice
+from kafkad.storage.leader_epoch import LeaderEpochCache
+from kafkad.storage.log_config import LogConfig
+from kafkad.storage.producer_state import ProducerStateManager
+from kafkad.storage.records import (
+    BatchHeader,
+    patch_offset_and_epoch,
+    set_log_append_time,
+    validate_client_batches,
+)
+from kafkad.storage.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+
+
+class AppendOrigin(Enum):
+    CLIENT = "client"  # producers: offsets assigned here, sequences validated
+    REPLICATION = "replication"  # follower fetch: offsets and epochs come from the leader
+    COORDINATOR = "coordinator"  # internal topics written by the broker itself
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 for CreateTime
+    log_start_offset: int
+    duplicate: bool = False  # an idempotent retry: nothing appended, original offsets returned
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    slices: list[FileSlice]
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    """A closed segment as retention and the broker-wide disk budget see it."""
+
+    base_offset: int
+    next_offset: int  # base of the following segment
+    size_bytes: int
+    largest_timestamp_ms: int  # max record timestamp (file mtime if none)
+
+
+@dataclass(slots=True)
+class LogStats:
+    """Counters for tests and metrics: what opening the log had to read."""
+
+    recovered_segments: int = 0
+    recovered_bytes: int = 0
+    truncated_bytes: int = 0
+    replayed_batches: int = 0
+
+
+_EMPTY = ReadResult([], 0)
+
+
+class PartitionLog:
+    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig, clock: Clock) -> None:
+        """Use `PartitionLog.open`."""
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.clock = clock
+        self.stats = LogStats()
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self._high_watermark = 0
+        self.recovery_point = 0
+        self._last_flush_ms = clock.monotonic_ms()
+        self._roll_flush_pending = False
+        self._jitter = 0
+        self.leader_epoch_cache = LeaderEpochCache(None)
+        self.producer_state = ProducerStateManager(directory)
+
+    # ---- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+        *,
+        recover: bool,
+        topic: str | None = None,
+        partition: int | None = None,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+    ) -> PartitionLog:
+        """Blocking: open (or create) the partition directory. See the module docstring for `recover`."""
+        if topic is None or partition is None:
+            name, _, num = directory.name.rpartition("-")
+            topic, partition = topic or name, int(num) if partition is None else partition
+        directory.mkdir(parents=True, exist_ok=True)
+        self = cls(directory, topic, partition, config, clock)
+        self._load(recover=recover, recovery_point=recovery_point, log_start_offset=log_start_offset)
+        return self
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        seg = LogSegment(
+            self.directory,
+            base_offset,
+            index_bytes=self.config.segment_index_bytes,
+            index_interval_bytes=self.config.index_interval_bytes,
+            now_ms=self.clock.time_ms(),
+        )
+        jitter = self.config.segment_jitter_ms
+        self._jitter = random.randrange(min(jitter, self.config.segment_ms)) if jitter > 0 else 0
+        return seg
+
+    def _load(self, *, recover: bool, recovery_point: int, log_start_offset: int) -> None:
+        d = self.directory
+        for path in d.iterdir():
+            if path.name.endswith((DELETED_SUFFIX, ".tmp", ".cleaned", ".swap")):
+                remove_quietly(path)
+        bases = sorted(int(p.name[:20]) for p in d.glob("*" + LOG_SUFFIX) if p.name[:20].isdigit())
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):  # indexes without a log are leftovers
+            for p in d.glob("*" + suffix):
+                if p.name[:20].isdigit() and int(p.name[:20]) not in bases:
+                    remove_quietly(p)
+        recovered: list[BatchHeader] = []
+        first_recovered: int | None = None
+        for i, base in enumerate(bases):
+            has_index = (d / f"{base:020d}{INDEX_SUFFIX}").exists() and (
+                d / f"{base:020d}{TIME_INDEX_SUFFIX}"
+            ).exists()
+            seg = self._new_segment(base)
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            must_recover = recover and (next_base is None or next_base > recovery_point)
+            if not must_recover and seg.size:
+                try:
+                    if not has_index:
+                        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{seg.log_path}: index missing")
+                    seg.sanity_check()
+                except KafkaError as exc:
+                    log.warning("%s: %s; rebuilding its indexes", seg.log_path, exc)
+                    must_recover = True
+            self._segments.append(seg)
+            if must_recover:
+                headers, truncated = seg.recover()
+                self.stats.recovered_segments += 1
+                self.stats.recovered_bytes += seg.size + truncated
+                self.stats.truncated_bytes += truncated
+                first_recovered = base if first_recovered is None else first_recovered
+                recovered.extend(headers)
+                if truncated and next_base is not None:
+                    # Kafka: everything after a corrupt batch is unreachable; drop the later segments.
+                    for later in bases[i + 1 :]:
+                        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                            remove_quietly(d / f"{later:020d}{suffix}")
+                    break
+        if not self._segments:
+            self._segments.append(self._new_segment(log_start_offset))
+        self._bases = [s.base_offset for s in self._segments]
+        for seg in self._segments[:-1]:
+            if seg.offset_index.file_length > seg.offset_index.size_bytes:
+                seg.on_becoming_inactive()  # a recovered older segment: trim like a roll would
+        active = self._segments[-1]
+        active.resize_indexes(self.config.segment_index_bytes)
+        self.log_end_offset = active.read_next_offset()
+        self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
+        self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+        self.recovery_point = min(recovery_point, self.log_end_offset)
+        self._high_watermark = self.log_start_offset
+        # Leader epochs: trust the checkpoint up to the recovered part, rebuild that from headers.
+        self.leader_epoch_cache = LeaderEpochCache.load(d)
+        if first_recovered is not None:
+            self.leader_epoch_cache.truncate_from_end(first_recovered)
+            for h in recovered:
+                self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        self._load_producer_state()
+
+    def _load_producer_state(self) -> None:
+        replay_from = self.producer_state.load(self.log_start_offset, self.log_end_offset)
+        for header in self._headers_from(replay_from):
+            self.producer_state.update(header, header.base_offset, header.max_timestamp)
+            self.stats.replayed_batches += 1
+
+    def _headers_from(self, offset: int) -> list[BatchHeader]:
+        """Headers of the batches holding offsets >= `offset` (pread of headers only)."""
+        out: list[BatchHeader] = []
+        if offset >= self.log_end_offset:
+            return out
+        for seg in self._segments[max(0, self._segment_index(offset)) :]:
+            header = seg.translate_offset(offset)
+            while header is not None:
+                out.append(header)
+                position = header.position + header.size
+                header = seg.header_at(position) if position < seg.size else None
+        return out
+
+    # ---- properties ----------------------------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self._high_watermark = max(self.log_start_offset, min(offset, self.log_end_offset))
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def _segment_index(self, offset: int) -> int:
+        """Index of the segment that would hold `offset` (-1 if below the first)."""
+        return bisect.bisect_right(self._bases, offset) - 1
+
+    # ---- append --------------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: memoryview,
+        *,
+        leader_epoch: int,
+        now_ms: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> AppendResult:
+        """Validate, stamp and append the batches of one produce (or replica fetch) request."""
+        if not isinstance(records, memoryview):
+            records = memoryview(records)
+        replica = origin is AppendOrigin.REPLICATION
+        headers = validate_client_batches(records, allow_control=origin is not AppendOrigin.CLIENT)
+        cfg = self.config
+        if len(records) > cfg.segment_bytes:
+            raise KafkaError(
+                ErrorCode.RECORD_LIST_TOO_LARGE,
+                f"{len(records)} bytes exceed segment.bytes {cfg.segment_bytes}",
+            )
+        diff = cfg.message_timestamp_difference_max_ms
+        for h in headers:
+            if h.size > cfg.max_message_bytes:
+                raise KafkaError(
+                    ErrorCode.MESSAGE_TOO_LARGE,
+                    f"batch of {h.size} bytes exceeds max.message.bytes {cfg.max_message_bytes}",
+                )
+            check_ts = not replica and not cfg.log_append_time and diff < 2**62 and not h.is_control
+            if check_ts and (abs(h.max_timestamp - now_ms) > diff or abs(h.base_timestamp - now_ms) > diff):
+                raise KafkaError(ErrorCode.INVALID_TIMESTAMP, f"timestamp out of range of {diff} ms")
+        if origin is AppendOrigin.CLIENT:
+            duplicate = self.producer_state.validate(headers)
+            if duplicate is not None:
+                return AppendResult(
+                    duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset, True
+                )
+        if replica:
+            first = headers[0].base_offset
+            if first < self.log_end_offset:
+                raise KafkaError(
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    f"replicated offset {first} below log end {self.log_end_offset}",
+                )
+            for prev, h in itertools.pairwise(headers):
+                if h.base_offset <= prev.last_offset:
+                    raise KafkaError(
+                        ErrorCode.INVALID_RECORD, "replicated batches have non-increasing offsets"
+                    )
+            last_offset = headers[-1].last_offset
+        else:
+            first = self.log_end_offset
+            last_offset = first + sum(h.last_offset_delta + 1 for h in headers) - 1
+        self._maybe_roll(len(records), first, last_offset, now_ms)
+        # Stamp offsets (and LogAppendTime) in place; compute the append's max timestamp.
+        log_append = not replica and cfg.log_append_time
+        max_ts, offset_of_max_ts = -1, first
+        offset = first
+        bases: list[int] = []
+        for h in headers:
+            if not replica:
+                patch_offset_and_epoch(records, h.position, offset, leader_epoch)
+                if log_append:
+                    set_log_append_time(records, h.position, now_ms)
+            else:
+                offset = h.base_offset
+            bases.append(offset)
+            ts = now_ms if log_append else h.max_timestamp
+            if ts > max_ts:
+                max_ts, offset_of_max_ts = ts, offset
+            offset += h.last_offset_delta + 1
+        self.active_segment.append(last_offset, max_ts, offset_of_max_ts, records)
+        for h, base in zip(headers, bases, strict=True):
+            epoch = h.partition_leader_epoch if replica else leader_epoch
+            if epoch > self.leader_epoch_cache.latest_epoch:
+                self.leader_epoch_cache.assign(epoch, base)
+            if h.producer_id >= 0:
+                self.producer_state.update(h, base, now_ms if log_append else h.max_timestamp)
+        self.log_end_offset = last_offset + 1
+        return AppendResult(first, last_offset, now_ms if log_append else -1, self.log_start_offset)
+
+    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now_ms: int) -> None:
+        seg = self.active_segment
+        if seg.size == 0:
+            if seg.base_offset != first_offset and not seg.can_hold(last_offset):
+                self._replace_empty_active(first_offset)
+            return
+        cfg = self.config
+        if (
+            seg.size > cfg.segment_bytes - size
+            or now_ms - seg.rolling_timestamp() > cfg.segment_ms - self._jitter
+            or seg.offset_index.is_full
+            or seg.time_index.is_full
+            or not seg.can_hold(last_offset)
+        ):
+            self.roll(first_offset)
+
+    def _replace_empty_active(self, base_offset: int) -> None:
+        old = self._segments.pop()
+        self._bases.pop()
+        old.destroy()
+        self._segments.append(self._new_segment(base_offset))
+        self._bases.append(base_offset)
+
+    def roll(self, base_offset: int | None = None) -> LogSegment:
+        """Close the active segment for appends and start a new one at `base_offset` (default: the LEO)."""
+        new_base = self.log_end_offset if base_offset is None else base_offset
+        old = self.active_segment
+        if old.size == 0:
+            if old.base_offset != new_base:
+                self._replace_empty_active(new_base)
+            return self.active_segment
+        old.on_becoming_inactive()
+        self.producer_state.take_snapshot(new_base)
+        seg = self._new_segment(new_base)
+        self._segments.append(seg)
+        self._bases.append(new_base)
+        self._roll_flush_pending = True
+        log.debug("%s-%d: rolled segment at %d", self.topic, self.partition, new_base)
+        return seg
+
+    # ---- read ----------------------------------------------------------------------------------
+
+    def read(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
+    ) -> ReadResult:
+        """Batches from `offset`: one FileSlice of the segment holding it. OFFSET_OUT_OF_RANGE outside
+        [log start, log end]; empty at the end or at/after `max_offset` (the high watermark)."""
+        leo = self.log_end_offset
+        if offset > leo or offset < self.log_start_offset:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} not in [{self.log_start_offset}, {leo}] of {self.topic}-{self.partition}",
+            )
+        limit = leo if max_offset is None else min(max_offset, leo)
+        if offset >= limit:
+            return _EMPTY
+        i = max(0, self._segment_index(offset))
+        segments = self._segments
+        while i < len(segments):
+            seg = segments[i]
+            next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+            max_position = seg.size
+            if next_base is None or limit < next_base:
+                header = seg.translate_offset(limit)
+                if header is not None:
+                    max_position = header.position
+            piece = seg.read(offset, max_bytes, max_position, min_one_batch)
+            if piece is not None and piece.size > 0:
+                return ReadResult([piece], piece.size)
+            if next_base is None or limit <= next_base:
+                break
+            i += 1
+        return _EMPTY
+
+    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
+        """ListOffsets: (timestamp, offset) of the first batch with a timestamp >= `ts_ms`, or None.
+
+        Special targets: -2 earliest, -1 latest (log end; the handler bounds it by the HW), -3 the
+        batch with the max timestamp. Timestamp -1 in answers means "no timestamp".
+        """
+        if ts_ms in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return -1, self.log_start_offset
+        if ts_ms == LATEST_TIMESTAMP:
+            return -1, self.log_end_offset
+        if ts_ms == MAX_TIMESTAMP:
+            best = max(self._segments, key=lambda s: s.max_timestamp)
+            if best.max_timestamp < 0:
+                return None
+            return best.max_timestamp, max(best.offset_of_max_timestamp, self.log_start_offset)
+        for seg in self._segments:
+            if seg.max_timestamp >= ts_ms and self._segment_end(seg) > self.log_start_offset:
+                found = seg.find_offset_by_timestamp(ts_ms, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    def _segment_end(self, seg: LogSegment) -> int:
+        i = self._bases.index(seg.base_offset)
+        return self._bases[i + 1] if i + 1 < len(self._bases) else self.log_end_offset
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= requested, its end offset), (-1, -1) if unknown."""
+        return self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    # ---- truncation and deletion ---------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Follower truncation: remove every offset >= `offset` (no-op at/after the log end)."""
+        if offset >= self.log_end_offset:
+            return
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+            self._schedule_delete(self._segments.pop())
+            self._bases.pop()
+        active = self.active_segment
+        active.truncate_to(offset)
+        active.resize_indexes(self.config.segment_index_bytes)
+        self._after_truncation(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and restart the log empty at `offset`."""
+        for seg in self._segments:
+            self._schedule_delete(seg)
+        self._segments = [self._new_segment(offset)]
+        self._bases = [offset]
+        self.log_start_offset = offset
+        self.leader_epoch_cache.clear()
+        self._after_truncation(offset)
+
+    def _after_truncation(self, offset: int) -> None:
+        self.log_end_offset = offset
+        self._high_watermark = min(self._high_watermark, offset)
+        self.recovery_point = min(self.recovery_point, offset)
+        self.leader_epoch_cache.truncate_from_end(offset)
+        self.producer_state.delete_snapshots(lambda o: o > offset)
+        self._load_producer_state()
+
+    def delete_records(self, before_offset: int) -> int:
+        """DeleteRecords: move the log start to `before_offset` (<= HW); returns the new log start."""
+        if before_offset > self._high_watermark or before_offset < 0:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"{before_offset} is above the high watermark {self._high_watermark}",
+            )
+        if before_offset > self.log_start_offset:
+            self._advance_log_start(before_offset)
+            while len(self._segments) > 1 and self._segments[1].base_offset <= self.log_start_offset:
+                self._delete_first_segment()
+        return self.log_start_offset
+
+    def _advance_log_start(self, offset: int) -> None:
+        self.log_start_offset = offset
+        self._high_watermark = max(self._high_watermark, offset)
+        self.leader_epoch_cache.truncate_from_start(offset)
+        self.producer_state.truncate_head(offset)
+
+    def _delete_first_segment(self) -> SegmentInfo:
+        seg = self._segments.pop(0)
+        self._bases.pop(0)
+        info = SegmentInfo(seg.base_offset, self._bases[0], seg.size, seg.largest_timestamp())
+        self._schedule_delete(seg)
+        if self.log_start_offset < self._bases[0]:
+            self._advance_log_start(self._bases[0])
+        return info
+
+    def _schedule_delete(self, seg: LogSegment) -> None:
+        seg.mark_deleted()
+        deadline = self.clock.monotonic_ms() + self.config.file_delete_delay_ms
+        self._pending_deletes.append((deadline, seg))
+
+    def pop_expired_deletions(self, force: bool = False) -> list[LogSegment]:
+        """Deleted segments whose delay passed (all with `force`); destroy() them in an executor."""
+        now = self.clock.monotonic_ms()
+        due = [s for d, s in self._pending_deletes if force or d <= now]
+        self._pending_deletes = [(d, s) for d, s in self._pending_deletes if not (force or d <= now)]
+        return due
+
+    def reap_deleted(self, force: bool = False) -> int:
+        """Blocking: close and unlink deleted segments whose file.delete.delay.ms passed."""
+        due = self.pop_expired_deletions(force)
+        for seg in due:
+            seg.destroy()
+        return len(due)
+
+    # ---- retention -----------------------------------------------------------------------------
+
+    def closed_segments(self) -> list[SegmentInfo]:
+        """Every segment but the active one, oldest first (for a broker-wide disk budget)."""
+        bases = self._bases
+        return [
+            SegmentInfo(s.base_offset, bases[i + 1], s.size, s.largest_timestamp())
+            for i, s in enumerate(self._segments[:-1])
+        ]
+
+    def retention_candidates(self, now_ms: int) -> list[SegmentInfo]:
+        """The oldest closed segments that retention.ms / retention.bytes / the log start allow deleting.
+
+        Only segments wholly below the high watermark qualify (Kafka), and only a prefix of the log.
+        """
+        cfg = self.config
+        excess = (
+            self.size_bytes - cfg.retention_bytes if cfg.retention_bytes >= 0 and cfg.delete_enabled else -1
+        )
+        out: list[SegmentInfo] = []
+        for info in self.closed_segments():
+            if info.next_offset > self._high_watermark:
+                break
+            by_start = info.next_offset <= self.log_start_offset
+            by_time = (
+                cfg.delete_enabled
+                and cfg.retention_ms >= 0
+                and now_ms - info.largest_timestamp_ms > cfg.retention_ms
+            )
+            by_size = excess >= info.size_bytes
+            if not (by_start or by_time or by_size):
+                break
+            excess -= info.size_bytes
+            out.append(info)
+        return out
+
+    def delete_oldest_segment(self) -> SegmentInfo | None:
+        """Delete the oldest closed segment (retention or disk budget); None if only the active is left."""
+        if len(self._segments) < 2:
+            return None
+        return self._delete_first_segment()
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete every retention candidate; rolls an expired active segment first. Returns the count."""
+        cfg = self.config
+        active = self.active_segment
+        if (
+            cfg.delete_enabled
+            and cfg.retention_ms >= 0
+            and active.size
+            and now_ms - active.largest_timestamp() > cfg.retention_ms
+            and self._high_watermark >= self.log_end_offset
+            and all(now_ms - s.largest_timestamp_ms > cfg.retention_ms for s in self.closed_segments())
+        ):
+            self.roll()
+        count = 0
+        for _ in self.retention_candidates(now_ms):
+            self._delete_first_segment()
+            count += 1
+        return count
+
+    # ---- durability ----------------------------------------------------------------------------
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self.log_end_offset - self.recovery_point
+
+    def flush_due(self) -> bool:
+        """Whether flush.messages / flush.ms / a roll call for `flush()` now."""
+        if self.recovery_point >= self.log_end_offset:
+            return False
+        return (
+            self._roll_flush_pending
+            or self.unflushed_messages >= self.config.flush_messages
+            or self.clock.monotonic_ms() - self._last_flush_ms >= self.config.flush_ms
+        )
+
+    def flush(self, up_to: int | None = None) -> int:
+        """Blocking: fsync the segments holding [recovery point, up_to) and advance the recovery point.
+
+        Safe on an executor thread while the loop appends: it reads a copy of the segment list and only
+        fsyncs fds; the sole write is the final `recovery_point`. Returns the new recovery point.
+        """
+        end = self.log_end_offset
+        target = end if up_to is None else min(up_to, end)
+        start = self.recovery_point
+        self._roll_flush_pending = False
+        self._last_flush_ms = self.clock.monotonic_ms()
+        if target <= start:
+            return start
+        segments = list(self._segments)
+        for i, seg in enumerate(segments):
+            next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+            if seg.base_offset < target and (next_base is None or next_base > start):
+                seg.fsync()
+        self.recovery_point = max(self.recovery_point, target)
+        return self.recovery_point
+
+    def close(self) -> None:
+        """Blocking: clean shutdown of this log: flush, producer snapshot at the log end, close files."""
+        self.flush()
+        self.producer_state.take_snapshot(self.log_end_offset, fsync=True)
+        self.leader_epoch_cache.flush()
+        self.reap_deleted(force=True)
+        for seg in self._segments:
+            seg.close()
+        self._segments = []
+        self._bases = []

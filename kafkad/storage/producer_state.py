@@ -1,0 +1,280 @@
+"""Idempotent producer state (Kafka `ProducerStateManager` / `ProducerAppendInfo`).
+
+Per producer id: its epoch and the metadata of its last 5 batches (first/last sequence, first/last
+offset, max timestamp). On a client append (`validate`):
+- a batch equal to one of the cached 5 (same epoch, same sequence range) is a duplicate: the log
+  returns its original offsets and appends nothing;
+- an epoch below the producer's -> INVALID_PRODUCER_EPOCH;
+- a new epoch must start at sequence 0 (unless the producer is unknown);
+- within an epoch the first sequence must follow the last (wrapping at Int.MAX) ->
+  OUT_OF_ORDER_SEQUENCE_NUMBER otherwise;
+- an unknown producer id is accepted at any sequence (Kafka 2.4+/KIP-360: its state may have been
+  removed by retention or DeleteRecords).
+Replicated batches are not validated, only recorded.
+
+Snapshots `<20-digit offset>.snapshot` use Kafka's format (`ProducerSnapshot` v1), so the state at that
+offset loads without reading the log::
+
+    version i16 (1) | crc u32 (CRC-32C of the rest) | count i32 |
+    count x (producerId i64, epoch i16, lastSequence i32, lastOffset i64, offsetDelta i32,
+             timestamp i64, coordinatorEpoch i32, currentTxnFirstOffset i64)
+
+Only the newest batch of each producer is in a snapshot (as in Kafka). After loading the newest snapshot
+at or below the log end, the log replays batch headers (never records) from there.
+Runs on the event loop; snapshot writes are small (one entry per producer) and not fsynced there.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crc32c import crc32c
+
+from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage.checkpoints import remove_quietly, write_atomic
+from kafkad.storage.records import BatchHeader
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 1
+NUM_BATCHES_TO_RETAIN = 5
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+_INT32_MAX = 0x7FFFFFFF
+_HEAD = struct.Struct(">hIi")
+_ENTRY = struct.Struct(">qhiqiqiq")
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
+
+
+def _decrement_sequence(sequence: int, decrement: int) -> int:
+    if sequence < decrement:
+        return _INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    producer_id: int
+    epoch: int = NO_PRODUCER_EPOCH
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
+        if header.producer_epoch != self.epoch:
+            return None
+        for meta in self.batches:
+            if meta.first_seq == header.base_sequence and meta.last_seq == header.last_sequence:
+                return meta
+        return None
+
+
+def snapshot_path(directory: Path, offset: int) -> Path:
+    return directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+def list_snapshots(directory: Path) -> list[tuple[int, Path]]:
+    """(offset, path) of every snapshot file in `directory`, oldest first."""
+    out = []
+    for path in directory.glob("*" + SNAPSHOT_SUFFIX):
+        stem = path.name[: -len(SNAPSHOT_SUFFIX)]
+        if len(stem) == 20 and stem.isdigit():
+            out.append((int(stem), path))
+    return sorted(out)
+
+
+def encode_snapshot(entries: Iterable[ProducerEntry]) -> bytes:
+    body = bytearray()
+    count = 0
+    for entry in entries:
+        if not entry.batches:
+            continue
+        last = entry.batches[-1]
+        body += _ENTRY.pack(
+            entry.producer_id,
+            entry.epoch,
+            last.last_seq,
+            last.last_offset,
+            last.last_offset - last.first_offset,
+            last.timestamp,
+            entry.coordinator_epoch,
+            entry.current_txn_first_offset,
+        )
+        count += 1
+    rest = struct.pack(">i", count) + bytes(body)
+    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(rest)) + rest
+
+
+def decode_snapshot(data: bytes) -> dict[int, ProducerEntry]:
+    """Entries of a snapshot; KafkaError(CORRUPT_MESSAGE) on a bad version, CRC or length."""
+    if len(data) < _HEAD.size:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "producer snapshot too short")
+    version, crc, count = _HEAD.unpack_from(data)
+    if (
+        version != SNAPSHOT_VERSION
+        or crc32c(data[6:]) != crc
+        or len(data) != _HEAD.size + count * _ENTRY.size
+    ):
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "producer snapshot has a bad version, CRC or length")
+    out: dict[int, ProducerEntry] = {}
+    for pid, epoch, last_seq, last_offset, delta, ts, coord, txn in _ENTRY.iter_unpack(data[_HEAD.size :]):
+        entry = ProducerEntry(pid, epoch, coordinator_epoch=coord, current_txn_first_offset=txn)
+        entry.batches.append(
+            BatchMetadata(
+                _decrement_sequence(last_seq, delta), last_seq, last_offset - delta, last_offset, ts
+            )
+        )
+        out[pid] = entry
+    return out
+
+
+class ProducerStateManager:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.producers: dict[int, ProducerEntry] = {}
+
+    # ---- append path ---------------------------------------------------------------------------
+
+    def validate(self, headers: Iterable[BatchHeader]) -> BatchMetadata | None:
+        """Check the producer batches of one client append; the original metadata of a duplicate.
+
+        Raises KafkaError(INVALID_PRODUCER_EPOCH | OUT_OF_ORDER_SEQUENCE_NUMBER). Mutates nothing.
+        """
+        pending: dict[int, tuple[int, int]] = {}  # pid -> (epoch, last seq) within this append
+        for h in headers:
+            pid = h.producer_id
+            if pid < 0:
+                continue
+            entry = self.producers.get(pid)
+            if pid not in pending and entry is not None:
+                duplicate = entry.find_duplicate(h)
+                if duplicate is not None:
+                    return duplicate
+            known_epoch = entry.epoch if entry is not None else NO_PRODUCER_EPOCH
+            epoch, last_seq = pending.get(pid, (known_epoch, entry.last_seq if entry else NO_SEQUENCE))
+            if h.producer_epoch < epoch:
+                raise KafkaError(
+                    ErrorCode.INVALID_PRODUCER_EPOCH,
+                    f"producer {pid}: epoch {h.producer_epoch} is older than {epoch}",
+                )
+            if h.producer_epoch != epoch:
+                if h.base_sequence != 0 and epoch != NO_PRODUCER_EPOCH:
+                    raise KafkaError(
+                        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                        f"producer {pid}: new epoch {h.producer_epoch} starts at {h.base_sequence}, not 0",
+                    )
+            elif known_epoch != NO_PRODUCER_EPOCH and not _in_sequence(last_seq, h.base_sequence):
+                raise KafkaError(
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"producer {pid}: sequence {h.base_sequence} after {last_seq} (epoch {epoch})",
+                )
+            pending[pid] = (h.producer_epoch, h.last_sequence)
+        return None
+
+    def update(self, header: BatchHeader, base_offset: int, max_timestamp: int) -> None:
+        """Record a batch that was appended at `base_offset` (any origin, also replay)."""
+        pid = header.producer_id
+        if pid < 0:
+            return
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = self.producers[pid] = ProducerEntry(pid, header.producer_epoch)
+        elif header.producer_epoch != entry.epoch:
+            entry.epoch = header.producer_epoch
+            entry.batches.clear()
+        if header.is_control:
+            entry.current_txn_first_offset = -1
+            return
+        if header.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = base_offset
+        entry.batches.append(
+            BatchMetadata(
+                header.base_sequence,
+                header.last_sequence,
+                base_offset,
+                base_offset + header.last_offset_delta,
+                max_timestamp,
+            )
+        )
+
+    # ---- log changes ---------------------------------------------------------------------------
+
+    def truncate_head(self, log_start_offset: int) -> None:
+        """The log start moved: forget producers whose last batch is gone, and older snapshots."""
+        gone = [pid for pid, e in self.producers.items() if 0 <= e.last_offset < log_start_offset]
+        for pid in gone:
+            del self.producers[pid]
+        self.delete_snapshots(lambda offset: offset < log_start_offset)
+
+    def delete_snapshots(self, predicate: Callable[[int], bool]) -> None:
+        for offset, path in list_snapshots(self.directory):
+            if predicate(offset):
+                remove_quietly(path)
+
+    def take_snapshot(self, offset: int, *, fsync: bool = False) -> Path:
+        """Write `<offset>.snapshot` with the current state (the state after every offset < `offset`)."""
+        path = snapshot_path(self.directory, offset)
+        write_atomic(path, encode_snapshot(self.producers.values()), fsync=fsync)
+        return path
+
+    def load(self, log_start_offset: int, log_end_offset: int) -> int:
+        """Load the newest valid snapshot in [log start, log end]; returns the offset to replay from.
+
+        Snapshots above the log end (truncated away) and unreadable ones are deleted.
+        """
+        self.producers = {}
+        for offset, path in reversed(list_snapshots(self.directory)):
+            if offset > log_end_offset:
+                remove_quietly(path)
+                continue
+            if offset < log_start_offset:
+                break
+            try:
+                self.producers = decode_snapshot(path.read_bytes())
+            except (KafkaError, OSError) as exc:
+                log.warning("%s: dropping unreadable producer snapshot (%s)", path, exc)
+                remove_quietly(path)
+                continue
+            return offset
+        return log_start_offset
+
+    def latest_snapshot_offset(self) -> int | None:
+        snaps = list_snapshots(self.directory)
+        return snaps[-1][0] if snaps else None
+
+    def sequence_state(self, producer_id: int) -> tuple[int, int] | None:
+        """(epoch, last sequence) of a producer, for tests and DescribeProducers."""
+        entry = self.producers.get(producer_id)
+        return None if entry is None else (entry.epoch, entry.last_seq)
+
+
+def remove_all_snapshots(directory: Path) -> None:
+    for _, path in list_snapshots(directory):
+        os.unlink(path)

@@ -1,0 +1,316 @@
+"""One log segment (Kafka `LogSegment`): `.log` + `.index` + `.timeindex` named by the base offset.
+
+The `.log` holds record batches exactly as stored on the wire, appended with os.write on an O_APPEND fd
+(sequential, through the page cache). Reads never copy: `read()` returns a FileSlice over that fd and
+the connection sendfiles it. Finding a position is an offset-index lookup (binary search over the mmap)
+followed by a short scan of 61-byte batch headers read with os.pread (at most index.interval.bytes of
+batches, never record payloads).
+
+Index rule (Kafka): before adding an append, if more than index.interval.bytes were appended since the
+last entry, index (last offset of this append, its start position) and (max timestamp so far, its
+offset). Recovery rebuilds both indexes per batch with the same rule.
+
+Deletion renames the three files to `*.deleted` and keeps the fds open; `destroy()` closes and unlinks
+later (PartitionLog waits file.delete.delay.ms), so a FileSlice being sent stays valid.
+
+Concurrency: runs on the event loop, except `fsync()`, `recover()` and `destroy()` (blocking).
+`fsync()` only touches fds and may run on an executor thread while the loop appends.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import struct
+from pathlib import Path
+
+from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage.checkpoints import remove_quietly
+from kafkad.storage.file_slice import FileSlice
+from kafkad.storage.offset_index import OffsetIndex
+from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, read_header, scan_valid_prefix
+from kafkad.storage.time_index import TimeIndex
+
+log = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+INT32_MAX = 0x7FFFFFFF
+
+
+def file_stem(base_offset: int) -> str:
+    """Kafka's file name for a base offset: 20 digits, zero-padded."""
+    return f"{base_offset:020d}"
+
+
+class LogSegment:
+    def __init__(
+        self, directory: Path, base_offset: int, *, index_bytes: int, index_interval_bytes: int, now_ms: int
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        stem = file_stem(base_offset)
+        self.log_path = directory / (stem + LOG_SUFFIX)
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.offset_index = OffsetIndex(directory / (stem + INDEX_SUFFIX), base_offset, index_bytes)
+        self.time_index = TimeIndex(directory / (stem + TIME_INDEX_SUFFIX), base_offset, index_bytes)
+        self.created_ms = now_ms
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        self._rolling_ts: int | None = None
+        self.deleted = False
+        if self.time_index.entries:
+            self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry()
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    def header_at(self, position: int) -> BatchHeader:
+        """The batch header at `position` (its `position` field is the file position)."""
+        raw = os.pread(self._fd, BATCH_OVERHEAD, position)
+        if len(raw) < BATCH_OVERHEAD:
+            read_header(raw)  # raises CORRUPT_MESSAGE (short)
+        fields = _HEADER.unpack(raw)
+        if fields[3] != 2 or fields[1] < BATCH_OVERHEAD - 12:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{self.log_path}: bad batch header at {position}")
+        return BatchHeader(position, *fields)
+
+    def translate_offset(self, offset: int, starting_position: int = 0) -> BatchHeader | None:
+        """The first batch at or after `starting_position` whose last offset >= `offset`, or None."""
+        position = max(self.offset_index.lookup(offset)[1], starting_position)
+        end = self.size
+        while position < end:
+            header = self.header_at(position)
+            if header.last_offset >= offset:
+                return header
+            position += header.size
+        return None
+
+    def read(
+        self, start_offset: int, max_size: int, max_position: int, min_one_batch: bool
+    ) -> FileSlice | None:
+        """Up to `max_size` bytes from the batch holding `start_offset`, never past `max_position`.
+
+        With `min_one_batch` the first batch is returned whole even when larger than `max_size`.
+        Like Kafka the slice may end inside a batch (clients drop a partial last batch).
+        None when no batch of this segment holds `start_offset` or later.
+        """
+        header = self.translate_offset(start_offset)
+        if header is None:
+            return None
+        start = header.position
+        if start >= max_position:
+            return FileSlice(self._fd, start, 0)
+        limit = max(max_size, header.size) if min_one_batch else max_size
+        return FileSlice(self._fd, start, min(max_position - start, limit))
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch: scans only the headers after the last index entry."""
+        position = self.offset_index.lookup(2**62)[1] if self.offset_index.entries else 0
+        next_offset = self.base_offset
+        while position < self.size:
+            header = self.header_at(position)
+            next_offset = header.last_offset + 1
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp = header.max_timestamp
+                self.offset_of_max_timestamp = header.base_offset
+            position += header.size
+        return next_offset
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """(max timestamp, first offset) of the first batch at/after `start_offset` with a timestamp >=
+        `timestamp`. Batch granularity: for CreateTime batches with mixed timestamps this may return an
+        offset a few records before Kafka's (the client then skips them)."""
+        _, indexed_offset = self.time_index.lookup(timestamp)
+        position = self.offset_index.lookup(max(indexed_offset, start_offset))[1]
+        while position < self.size:
+            header = self.header_at(position)
+            if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
+                return header.max_timestamp, max(header.base_offset, start_offset)
+            position += header.size
+        return None
+
+    def rolling_timestamp(self) -> int:
+        """segment.ms measures from the first batch's max timestamp (Kafka), else the creation time."""
+        if self._rolling_ts is None:
+            if self.size == 0:
+                return self.created_ms
+            ts = self.header_at(0).max_timestamp
+            self._rolling_ts = ts if ts >= 0 else self.created_ms
+        return self._rolling_ts
+
+    def largest_timestamp(self) -> int:
+        """Retention age reference: max record timestamp, or the file mtime if there is none."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return int(os.fstat(self._fd).st_mtime * 1000)
+
+    # ---- writing -------------------------------------------------------------------------------
+
+    def can_hold(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def append(
+        self, largest_offset: int, largest_ts: int, offset_of_max_ts: int, records: memoryview
+    ) -> None:
+        """Append already-offset-stamped batches; maintain the sparse indexes."""
+        if not self.can_hold(largest_offset):
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"offset {largest_offset} overflows segment")
+        position = self.size
+        try:
+            view = records
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            os.ftruncate(self._fd, position)  # never leave half a batch behind a failed write
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.log_path}: {exc}") from exc
+        self.size = position + len(records)
+        if self._rolling_ts is None and position == 0:
+            self._rolling_ts = largest_ts if largest_ts >= 0 else self.created_ms
+        self._index(largest_offset, position, largest_ts, offset_of_max_ts, len(records))
+
+    def _index(
+        self, largest_offset: int, position: int, largest_ts: int, offset_of_max_ts: int, size: int
+    ) -> None:
+        if largest_ts > self.max_timestamp:
+            self.max_timestamp = largest_ts
+            self.offset_of_max_timestamp = offset_of_max_ts
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(largest_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += size
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove batches with offsets >= `offset` (batch boundaries); returns bytes removed."""
+        header = self.translate_offset(offset)
+        if header is None:
+            return 0
+        position = header.position
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        removed = self.size - position
+        os.ftruncate(self._fd, position)
+        self.size = position
+        self.bytes_since_last_index_entry = 0
+        self._rolling_ts = None if position == 0 else self._rolling_ts
+        self._reload_max_timestamp()
+        return removed
+
+    def _reload_max_timestamp(self) -> None:
+        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry()
+        if self.max_timestamp < 0:
+            self.offset_of_max_timestamp = self.base_offset
+        self.read_next_offset()  # folds in the batches after the last time index entry
+
+    def recover(self) -> tuple[list[BatchHeader], int]:
+        """Blocking: keep the valid prefix of `.log`, truncate the rest, rebuild both indexes.
+
+        Returns the headers of the kept batches and the number of bytes truncated.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
+        self.bytes_since_last_index_entry = 0
+        size = os.fstat(self._fd).st_size
+        headers: list[BatchHeader] = []
+        valid = 0
+        if size:
+            with mmap.mmap(self._fd, size, access=mmap.ACCESS_READ) as mm:
+                view = memoryview(mm)
+                try:
+                    headers, valid = scan_valid_prefix(view)
+                finally:
+                    view.release()
+        # Offsets outside this segment (first batch below the base, relative offset past int32) are corrupt.
+        for i, header in enumerate(headers):
+            if not (self.can_hold(header.base_offset) and self.can_hold(header.last_offset)):
+                headers, valid = headers[:i], header.position
+                break
+        for header in headers:
+            self._index(
+                header.last_offset, header.position, header.max_timestamp, header.base_offset, header.size
+            )
+        truncated = size - valid
+        if truncated:
+            log.warning("%s: truncating %d invalid bytes at position %d", self.log_path, truncated, valid)
+            os.ftruncate(self._fd, valid)
+        self.size = valid
+        self._rolling_ts = None
+        return headers, truncated
+
+    def sanity_check(self) -> None:
+        """Cheap checks of a segment opened without recovery; KafkaError(CORRUPT_MESSAGE) on failure."""
+        self.offset_index.sanity_check()
+        self.time_index.sanity_check()
+        if self.offset_index.entries and self.offset_index.entry(self.offset_index.entries - 1)[1] >= max(
+            self.size, 1
+        ):
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{self.offset_index.path}: points past the log end")
+
+    def on_becoming_inactive(self) -> None:
+        """At roll: final time index entry (so the max timestamp survives restart), trim the indexes."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(
+                self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
+            )
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def resize_indexes(self, size: int) -> None:
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    def fsync(self) -> None:
+        """Blocking: make the log and both indexes durable. Safe from an executor thread."""
+        try:
+            os.fsync(self._fd)
+            self.offset_index.fsync()
+            self.time_index.fsync()
+        except OSError as exc:
+            if not self.deleted:
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.log_path}: fsync: {exc}") from exc
+
+    def close(self) -> None:
+        """Trim the indexes and close every fd (clean shutdown)."""
+        if self._fd < 0:
+            return
+        self.offset_index.close()
+        self.time_index.close()
+        os.close(self._fd)
+        self._fd = -1
+
+    def mark_deleted(self) -> None:
+        """Rename the files to *.deleted; the fds stay open until destroy()."""
+        if self.deleted:
+            return
+        self.deleted = True
+        for index in (self.offset_index, self.time_index):
+            index.rename(index.path.with_name(index.path.name + DELETED_SUFFIX))
+        new_log = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
+        os.rename(self.log_path, new_log)
+        self.log_path = new_log
+
+    def destroy(self) -> None:
+        """Blocking: close the fds and unlink the files."""
+        paths = [self.log_path, self.offset_index.path, self.time_index.path]
+        self.close()
+        for path in paths:
+            remove_quietly(path)
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base={self.base_offset}, size={self.size})"
+
+
+# The v2 header layout (records.batch parses the same): unpacked here directly so the header gets its
+# file position without a second object.
+_HEADER = struct.Struct(">qiibIhiqqqhii")

@@ -1,0 +1,72 @@
+"""Sparse memory-mapped timestamp index (Kafka `TimeIndex`).
+
+`.timeindex` file: 12-byte big-endian entries `timestamp i64 | relativeOffset i32`, strictly increasing
+in timestamp and non-decreasing in offset. An entry says "batches at or after this offset hold the
+timestamp": the largest timestamp seen so far and the offset of the batch that carried it. Entries are
+added with the offset index entries (every index.interval.bytes) and once more when the segment
+becomes inactive (roll/close), so the segment's max timestamp survives a restart.
+
+Same mmap/preallocation/trim rules as offset_index.MappedIndex.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage.offset_index import IndexFullError, MappedIndex
+
+_I64 = struct.Struct(">q")
+
+
+class TimeIndex(MappedIndex):
+    ENTRY_SIZE = 12
+    _ENTRY = struct.Struct(">qi")
+
+    def entry(self, slot: int) -> tuple[int, int]:
+        """(timestamp, absolute offset) at `slot`."""
+        assert self._mm is not None
+        ts, rel = self._ENTRY.unpack_from(self._mm, slot * 12)
+        return ts, self.base_offset + rel
+
+    def last_entry(self) -> tuple[int, int]:
+        """The newest entry, or (-1, base_offset) when empty (Kafka's `lastEntry`)."""
+        return self.entry(self.entries - 1) if self.entries else (-1, self.base_offset)
+
+    def _rel_offset_at(self, slot: int) -> int:
+        assert self._mm is not None
+        return int(self._ENTRY.unpack_from(self._mm, slot * 12)[1])
+
+    def lookup(self, timestamp: int) -> tuple[int, int]:
+        """(timestamp, offset) of the largest entry with timestamp <= `timestamp`, else (-1, base_offset)."""
+        slot = self._largest_lower_bound(_I64, 0, timestamp)
+        if slot < 0:
+            return -1, self.base_offset
+        return self.entry(slot)
+
+    def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
+        """Add (timestamp, offset) if the timestamp is newer than the last entry's."""
+        if self.entries:
+            last_ts, last_off = self.entry(self.entries - 1)
+            if timestamp <= last_ts:
+                return
+            if offset < last_off:
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"time index offset {offset} < {last_off}")
+        rel = self._check_relative(offset)
+        if self.is_full:
+            if skip_full_check:
+                self.resize(self.file_length + self.ENTRY_SIZE)
+            else:
+                raise IndexFullError(str(self.path))
+        assert self._mm is not None
+        self._ENTRY.pack_into(self._mm, self.entries * 12, timestamp, rel)
+        self.entries += 1
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries with offset >= `offset`."""
+        self._truncate_by_offset(offset, 8)
+
+    def sanity_check(self) -> None:
+        self._sanity_check_length()
+        if self.entries >= 2 and self.entry(self.entries - 1)[0] <= self.entry(self.entries - 2)[0]:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{self.path}: timestamps do not increase at the end")

@@ -154,3 +154,21 @@ def test_encode_rejects_bad_values_naming_the_field() -> None:
     hdr = RequestHeader(ApiKey.METADATA, 8, 1, "c")
     with pytest.raises(ValueError, match="name"):
         encode_request(hdr, {"topics": [{"name": None}]})
+
+
+def test_controlled_shutdown_v0_uses_request_header_v0() -> None:
+    raw = encode_request(RequestHeader(ApiKey.CONTROLLED_SHUTDOWN, 0, 3, "ignored"), {"broker_id": 2})
+    assert raw[4:] == struct.pack(">hhii", 7, 0, 3, 2)
+    req = decode_request(bytearray(raw[4:]))
+    assert req.header.client_id is None
+    assert req.body == {"broker_id": 2, "broker_epoch": -1}
+
+
+def test_flexible_response_uses_header_v1_and_compact_encoding() -> None:
+    hdr = RequestHeader(ApiKey.LEADER_AND_ISR, 4, 8, "controller")
+    body = {"error_code": 0, "partition_errors": [{"topic_name": "t", "partition_index": 1}]}
+    raw = encode_response_bytes(hdr, body)
+    # size, correlation id, header tag section (0), error_code, compact array of 1, compact "t".
+    assert raw[4:] == struct.pack(">ib", 8, 0) + b"\0\0" + b"\x02" + b"\x02t" + b"\0\0\0\1\0\0\0" + b"\0"
+    _, got = decode_response(ApiKey.LEADER_AND_ISR, 4, raw[4:])
+    assert got["partition_errors"][0]["error_code"] == 0 and got["topics"] == []

@@ -1,0 +1,116 @@
+"""The broker's shared state handed to every handler: config, storage, partitions, identity, services.
+
+Also the topic-level policies every admin path shares (name validation, auto-creation, defaults), so
+Metadata, Produce and CreateTopics agree on them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkad.clock import Clock
+from kafkad.daemon.config import BrokerConfig
+from kafkad.daemon.config_defs import ListenerSpec
+from kafkad.daemon.producer_ids import ProducerIdManager
+from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.replication.manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_LENGTH = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Kafka's Topic.validate: why `name` is not a legal topic name, or None."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return f"topic name cannot be {name!r}"
+    if len(name) > MAX_TOPIC_LENGTH:
+        return f"topic name is longer than {MAX_TOPIC_LENGTH} characters"
+    if not _TOPIC_RE.match(name):
+        return f"topic name {name!r} has characters outside [a-zA-Z0-9._-]"
+    return None
+
+
+@dataclass
+class Broker:
+    config: BrokerConfig
+    clock: Clock
+    log_manager: Any  # kafkad.storage.log_manager.LogManager
+    replicas: ReplicaManager
+    producer_ids: ProducerIdManager
+    broker_id: int
+    cluster_id: str
+    # Extension point for later subsystems (group coordinator, controller, metrics): name -> object.
+    services: dict[str, Any] = field(default_factory=dict)
+    stopping: bool = False
+
+    @property
+    def advertised(self) -> tuple[ListenerSpec, ...]:
+        return self.config.server.advertised_listeners
+
+    def advertised_host_port(self) -> tuple[str, int]:
+        spec = self.advertised[0]
+        host = spec.host
+        if host in ("", "0.0.0.0", "::"):
+            import socket
+
+            host = socket.gethostname()
+        return host, spec.port
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Validate and (unless validate_only) create; raises KafkaError with Kafka's codes."""
+        err = topic_name_error(name)
+        if err:
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
+        if self.replicas.has_topic(name):
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if num_partitions == -1:
+            num_partitions = self.config.server.num_partitions
+        if num_partitions <= 0:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if replication_factor == -1:
+            replication_factor = self.config.server.default_replication_factor
+        if self.config.standalone and replication_factor != 1:
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Replication factor: {replication_factor} larger than available brokers: 1.",
+            )
+        if configs:
+            # INVALID_CONFIG with the offending key in the message
+            self.log_manager.default_log_config.with_overrides(configs)
+        if validate_only:
+            return
+        self.replicas.create_topic(name, num_partitions, configs)
+        log.info(
+            "created topic %s with %d partitions%s",
+            name,
+            num_partitions,
+            f" {dict(configs)}" if configs else "",
+        )
+
+    def maybe_auto_create(self, name: str, allowed: bool = True) -> bool:
+        """Create `name` with the broker defaults if auto-creation is on; True if it exists now."""
+        if self.replicas.has_topic(name):
+            return True
+        if not (allowed and self.config.server.auto_create_topics_enable):
+            return False
+        if topic_name_error(name) or name in INTERNAL_TOPICS:
+            return False
+        self.create_topic(name, -1, -1, {})
+        return True

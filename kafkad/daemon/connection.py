@@ -1,0 +1,242 @@
+"""One client connection: length-prefixed framing, pipelined requests, responses in request order.
+
+asyncio.Protocol (not streams) for speed. Framing is a two-state machine: 4 size bytes, then a body
+bytearray of exactly that size allocated once and filled from the received chunks (the codec then hands
+out writable memoryviews into it). A size that is negative or above socket.request.max.bytes (e.g.
+1195725856 = "GET ") closes this connection only.
+
+Each decoded request gets a slot in a FIFO; a single writer task awaits the slots in order, so responses
+leave in request order however the handlers interleave. Bytes chunks go through transport.write; FileSlice
+chunks through SendfileWriter after the transport buffer has drained (detected by lowering the write
+buffer high-water mark to 0 and waiting for resume_writing). Reading pauses while too many requests are
+queued or the peer stops reading its responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import socket
+from typing import Any
+
+from kafkad.daemon.dispatcher import CloseConnection, Dispatcher, Outcome
+from kafkad.daemon.sendfile_writer import SendfileWriter
+
+log = logging.getLogger(__name__)
+
+_HIGH_WATER = 4 << 20  # transport buffer above which we stop reading until the peer catches up
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        max_request_bytes: int,
+        max_queued: int,
+        on_close: Any = None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._max_request = max_request_bytes
+        self._max_queued = max_queued
+        self._on_close = on_close
+        self._transport: asyncio.Transport | None = None
+        self.peer = "?"
+        # framing state
+        self._head = bytearray()
+        self._body: bytearray | None = None
+        self._filled = 0
+        # response ordering
+        self._slots: collections.deque[Outcome | asyncio.Task[Outcome]] = collections.deque()
+        self._wakeup: asyncio.Future[None] | None = None
+        self._writer_task: asyncio.Task[None] | None = None
+        self._sendfile: SendfileWriter | None = None
+        self._write_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._reading_paused = False
+        self._closing = False
+        self.requests = 0
+
+    # --- asyncio.Protocol ----------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        transport.set_write_buffer_limits(high=_HIGH_WATER)
+        sock = transport.get_extra_info("socket")
+        loop = asyncio.get_running_loop()
+        if sock is not None:
+            with contextlib.suppress(OSError, AttributeError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._sendfile = SendfileWriter(loop, sock.fileno(), self._wait_flushed)
+        self._writer_task = loop.create_task(self._writer())
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                if self._body is None:
+                    need = 4 - len(self._head)
+                    self._head += view[:need]
+                    view = view[need:]
+                    if len(self._head) < 4:
+                        return
+                    size = int.from_bytes(self._head, "big", signed=True)
+                    self._head.clear()
+                    if size < 0 or size > self._max_request:
+                        log.info(
+                            "%s: request size %d outside [0, %d] (%r): closing connection",
+                            self.peer,
+                            size,
+                            self._max_request,
+                            size.to_bytes(4, "big", signed=True),
+                        )
+                        self._close()
+                        return
+                    self._body = bytearray(size)
+                    self._filled = 0
+                body = self._body
+                take = min(len(view), len(body) - self._filled)
+                body[self._filled : self._filled + take] = view[:take]
+                self._filled += take
+                view = view[take:]
+                if self._filled == len(body):
+                    self._body = None
+                    self._request(body)
+                    if self._closing:
+                        return
+        finally:
+            view.release()
+
+    def eof_received(self) -> bool | None:
+        return False  # close our side too; pending responses are dropped like Kafka does
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        for slot in self._slots:
+            if isinstance(slot, asyncio.Task):
+                slot.cancel()
+        self._slots.clear()
+        if self._writer_task is not None:
+            self._writer_task.cancel()
+        if self._sendfile is not None:
+            self._sendfile.close()
+        self._wake_drainers()
+        if self._on_close is not None:
+            self._on_close(self)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._wake_drainers()
+
+    # --- requests --------------------------------------------------------------------------------
+    def _request(self, frame: bytearray) -> None:
+        self.requests += 1
+        try:
+            outcome = self._dispatcher.dispatch(frame, self.peer)
+        except CloseConnection as e:
+            log.info("%s: closing connection: %s", self.peer, e)
+            self._close()
+            return
+        self._slots.append(outcome)
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+        if len(self._slots) >= self._max_queued:
+            self._pause_reading()
+
+    def _pause_reading(self) -> None:
+        if not self._reading_paused and self._transport is not None:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if self._reading_paused and self._transport is not None and not self._closing:
+            self._reading_paused = False
+            self._transport.resume_reading()
+
+    def close(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        self._closing = True
+        if self._transport is not None:
+            self._transport.close()
+
+    @property
+    def pending(self) -> int:
+        return len(self._slots)
+
+    # --- writer ----------------------------------------------------------------------------------
+    async def _writer(self) -> None:
+        loop = asyncio.get_running_loop()
+        transport = self._transport
+        assert transport is not None
+        try:
+            while not self._closing:
+                if not self._slots:
+                    self._wakeup = loop.create_future()
+                    await self._wakeup
+                    self._wakeup = None
+                    continue
+                slot = self._slots[0]
+                chunks = await slot if isinstance(slot, asyncio.Task) else slot
+                self._slots.popleft()
+                if chunks:
+                    for chunk in chunks:
+                        if isinstance(chunk, bytes | bytearray | memoryview):
+                            transport.write(chunk)
+                        else:
+                            assert self._sendfile is not None, "sendfile needs a socket transport"
+                            await self._sendfile.send(chunk)  # type: ignore[arg-type]
+                if self._write_paused:
+                    self._pause_reading()
+                    await self._wait_flushed(low=True)
+                if len(self._slots) <= self._max_queued // 2:
+                    self._resume_reading()
+        except asyncio.CancelledError:
+            raise
+        except CloseConnection as e:
+            log.info("%s: closing connection: %s", self.peer, e)
+            self._close()
+        except (ConnectionError, OSError) as e:
+            log.info("%s: connection error while writing: %s", self.peer, e)
+            self._close()
+        except Exception:
+            log.exception("%s: response writer failed", self.peer)
+            self._close()
+
+    def _wake_drainers(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def _wait_flushed(self, low: bool = False) -> None:
+        """Wait until the transport buffer is empty (or, with low, below the high-water mark)."""
+        transport = self._transport
+        assert transport is not None
+        while not self._closing:
+            if low and not self._write_paused:
+                return
+            if not low and transport.get_write_buffer_size() == 0:
+                return
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(fut)
+            if not low:
+                # Lower the high-water mark so resume_writing fires exactly when the buffer empties.
+                transport.set_write_buffer_limits(high=0, low=0)
+            try:
+                await fut
+            finally:
+                if not low:
+                    transport.set_write_buffer_limits(high=_HIGH_WATER)
+        if self._closing:
+            raise ConnectionError("connection closed")

@@ -1,0 +1,66 @@
+"""CreateTopics (19) v2-4: validate_only, configs, num_partitions/replication_factor -1 = broker defaults."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+
+
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {"name": t["name"], "error_code": int(code), "error_message": None}
+            for t in request.body["topics"]
+        ],
+    }
+
+
+@handler(ApiKey.CREATE_TOPICS, 2, 4, error_body=_error_body)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    broker = ctx.broker
+    body = request.body
+    names = Counter(t["name"] for t in body["topics"])
+    results = []
+    for t in body["topics"]:
+        name = t["name"]
+        try:
+            if names[name] > 1:
+                raise KafkaError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Create topics request from client contains {name} more than once.",
+                )
+            num_partitions = t["num_partitions"]
+            replication_factor = t["replication_factor"]
+            assignments = t.get("assignments") or []
+            if assignments:
+                if num_partitions != -1 or replication_factor != -1:
+                    raise KafkaError(
+                        ErrorCode.INVALID_REQUEST,
+                        "Both numPartitions or replicationFactor and replicasAssignments were set.",
+                    )
+                for a in assignments:
+                    if list(a["broker_ids"]) != [broker.broker_id]:
+                        raise KafkaError(
+                            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                            f"assignment {a['broker_ids']} names unknown brokers",
+                        )
+                num_partitions, replication_factor = len(assignments), 1
+            configs: dict[str, str] = {}
+            for c in t.get("configs") or []:
+                if c["value"] is None:
+                    raise KafkaError(
+                        ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c['name']}"
+                    )
+                configs[c["name"]] = c["value"]
+            broker.create_topic(
+                name, num_partitions, replication_factor, configs, validate_only=body["validate_only"]
+            )
+            results.append({"name": name, "error_code": 0, "error_message": None})
+        except KafkaError as e:
+            results.append({"name": name, "error_code": int(e.code), "error_message": e.message or None})
+    return {"throttle_time_ms": 0, "topics": results}

@@ -1,0 +1,135 @@
+"""Fetch (1) v4-11: FileSlice records for sendfile, long poll woken by appends, sessionless only.
+
+Limits as Kafka: each partition reads at most partition_max_bytes and the response at most max_bytes,
+except that the first batch found is returned whole even if larger (so a consumer can always make
+progress). If fewer than min_bytes are available and max_wait_ms > 0, the request parks on futures
+that the partitions resolve when their high watermark moves (no polling), bounded by one deadline timer.
+Fetch sessions (KIP-227): we answer session_id 0, which tells clients to keep sending full requests.
+read_committed reads the same as read_uncommitted: no transactions, so LSO = HW.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+from kafkad.replication.partition import Partition
+
+
+def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": int(code),
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": None,
+    }
+
+
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "session_id": 0,
+        "responses": [
+            {
+                "topic": t["topic"],
+                "partitions": [_partition_error(p["partition"], code) for p in t["partitions"]],
+            }
+            for t in request.body.get("topics") or []
+        ],
+    }
+
+
+def _read_all(
+    ctx: RequestContext, request: Request
+) -> tuple[list[dict[str, Any]], int, bool, list[Partition]]:
+    """One pass over the requested partitions: (responses, bytes, any_error, partitions to wait on)."""
+    body = request.body
+    replicas = ctx.broker.replicas
+    follower = body.get("replica_id", -1) >= 0
+    budget = max(0, int(body.get("max_bytes", 0x7FFFFFFF)))
+    total = 0
+    errors = False
+    watched: list[Partition] = []
+    responses = []
+    for t in body.get("topics") or []:
+        name = t["topic"]
+        parts = []
+        for p in t["partitions"]:
+            index = p["partition"]
+            part = replicas.get(name, index)
+            if part is None:
+                parts.append(_partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                errors = True
+                continue
+            watched.append(part)
+            out: dict[str, Any] = {
+                "partition_index": index,
+                "error_code": 0,
+                "high_watermark": part.high_watermark,
+                "last_stable_offset": part.high_watermark,
+                "log_start_offset": part.log_start_offset,
+                "aborted_transactions": None,
+                "preferred_read_replica": -1,
+                "records": [],
+            }
+            try:
+                if not part.is_leader:
+                    raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                limit = min(int(p["partition_max_bytes"]), budget - total)
+                if limit > 0 or total == 0:
+                    result = part.read_records(
+                        p["fetch_offset"],
+                        max(limit, 0),
+                        min_one_batch=total == 0,
+                        committed_only=not follower,
+                    )
+                    if result.size:
+                        out["records"] = list(result.slices)
+                        total += result.size
+                if follower:
+                    part.update_follower_position(body["replica_id"], p["fetch_offset"])
+            except KafkaError as e:
+                out = _partition_error(index, e.code)
+                out["high_watermark"] = part.high_watermark
+                out["log_start_offset"] = part.log_start_offset
+                errors = True
+            parts.append(out)
+        responses.append({"topic": name, "partitions": parts})
+    return responses, total, errors, watched
+
+
+@handler(ApiKey.FETCH, 4, 11, error_body=_error_body)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    body = request.body
+    session_id = body.get("session_id", 0)
+    if session_id != 0:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+            "session_id": 0,
+            "responses": [],
+        }
+    loop = asyncio.get_running_loop()
+    max_wait_ms = max(0, int(body.get("max_wait_ms", 0)))
+    min_bytes = int(body.get("min_bytes", 1))
+    deadline = loop.time() + max_wait_ms / 1000
+    while True:
+        responses, total, errors, watched = _read_all(ctx, request)
+        remaining = deadline - loop.time()
+        if total >= min_bytes or errors or remaining <= 0 or not watched or ctx.broker.stopping:
+            break
+        waiters = [p.data_waiter() for p in watched]
+        try:
+            await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}

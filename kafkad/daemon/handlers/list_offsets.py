@@ -1,0 +1,70 @@
+"""ListOffsets (2) v1-5: earliest (-2), latest (-1), or the first offset at/after a timestamp."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+
+EARLIEST = -2
+LATEST = -1
+
+
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {
+                        "partition_index": p["partition_index"],
+                        "error_code": int(code),
+                        "timestamp": -1,
+                        "offset": -1,
+                    }
+                    for p in t["partitions"]
+                ],
+            }
+            for t in request.body.get("topics") or []
+        ],
+    }
+
+
+@handler(ApiKey.LIST_OFFSETS, 1, 5, error_body=_error_body)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    replicas = ctx.broker.replicas
+    topics = []
+    for t in request.body.get("topics") or []:
+        parts = []
+        for p in t["partitions"]:
+            out: dict[str, Any] = {
+                "partition_index": p["partition_index"],
+                "error_code": 0,
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
+            }
+            try:
+                part = replicas.get_or_raise(t["name"], p["partition_index"])
+                if not part.is_leader:
+                    raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                out["leader_epoch"] = part.leader_epoch
+                ts = p["timestamp"]
+                if ts == EARLIEST:
+                    out["offset"] = part.log_start_offset
+                elif ts == LATEST:
+                    out["offset"] = part.high_watermark
+                elif ts < 0:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"timestamp {ts} is not supported")
+                else:
+                    found = part.log.offset_for_timestamp(ts)  # type: ignore[attr-defined]
+                    if found is not None and found[1] < part.high_watermark:
+                        out["timestamp"], out["offset"] = found
+            except KafkaError as e:
+                out["error_code"] = int(e.code)
+            parts.append(out)
+        topics.append({"name": t["name"], "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}

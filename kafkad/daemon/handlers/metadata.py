@@ -1,0 +1,75 @@
+"""Metadata (3) v0-8: brokers, cluster id, controller, topics with partitions; auto-creates topics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.broker import INTERNAL_TOPICS, Broker, topic_name_error
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+
+
+def _topic(broker: Broker, name: str) -> dict[str, Any]:
+    parts = broker.replicas.partitions_of(name)
+    return {
+        "error_code": 0,
+        "name": name,
+        "is_internal": name in INTERNAL_TOPICS,
+        "partitions": [
+            {
+                "error_code": 0 if p.leader_id is not None else int(ErrorCode.LEADER_NOT_AVAILABLE),
+                "partition_index": p.index,
+                "leader_id": p.leader_id if p.leader_id is not None else -1,
+                "leader_epoch": p.leader_epoch,
+                "replica_nodes": list(p.replicas),
+                "isr_nodes": list(p.isr),
+                "offline_replicas": [],
+            }
+            for p in parts
+        ],
+        "topic_authorized_operations": -2147483648,
+    }
+
+
+def _error_topic(name: str, code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": int(code), "name": name, "is_internal": False, "partitions": []}
+
+
+@handler(ApiKey.METADATA, 0, 8)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    broker = ctx.broker
+    body = request.body
+    requested = body.get("topics")
+    allow_auto = bool(body.get("allow_auto_topic_creation", True)) if ctx.version >= 4 else True
+    topics: list[dict[str, Any]] = []
+    if requested is None or (ctx.version == 0 and not requested):
+        topics = [_topic(broker, name) for name in sorted(broker.replicas.topics())]
+    else:
+        for entry in requested:
+            name = entry.get("name") or ""
+            if broker.replicas.has_topic(name):
+                topics.append(_topic(broker, name))
+                continue
+            if topic_name_error(name):
+                topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+                continue
+            try:
+                created = broker.maybe_auto_create(name, allow_auto)
+            except KafkaError as e:
+                topics.append(_error_topic(name, e.code))
+                continue
+            topics.append(
+                _topic(broker, name) if created else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            )
+    host, port = broker.advertised_host_port()
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [
+            {"node_id": broker.broker_id, "host": host, "port": port, "rack": broker.config.server.rack}
+        ],
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.broker_id,
+        "topics": topics,
+        "cluster_authorized_operations": -2147483648,
+    }

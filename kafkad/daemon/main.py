@@ -1,0 +1,177 @@
+"""`kafkad`: load config, open the logs, serve, run periodic storage work, stop cleanly on SIGTERM/SIGINT.
+
+Startup: config (exit 2 on ConfigError) -> meta.properties -> LogManager.load in an executor (recovery
+after a crash) -> partitions -> listeners. Periodic tasks decide on the loop and do blocking work in the
+default executor. Shutdown: stop accepting, wake long polls, finish in-flight requests (bounded by
+shutdown.timeout.ms), close connections, then LogManager.shutdown (flush, checkpoints, clean marker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from kafkad import __version__
+from kafkad.clock import Clock, SystemClock
+from kafkad.daemon.broker import Broker
+from kafkad.daemon.config import BrokerConfig, ConfigError, load_config
+from kafkad.daemon.config_docs import check_config_lines, render_markdown
+from kafkad.daemon.dispatcher import Dispatcher
+from kafkad.daemon.handlers import load_handlers
+from kafkad.daemon.producer_ids import ProducerIdManager
+from kafkad.daemon.server import Server
+from kafkad.replication.manager import ReplicaManager
+
+log = logging.getLogger("kafkad")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kafkad", description="A Kafka broker for edge appliances.")
+    p.add_argument("--config", "-c", type=Path, help="server.properties (its .d/ drop-ins are read too)")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="set a key last")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    p.add_argument("--check-config", action="store_true", help="print every effective key with its source")
+    p.add_argument("--config-reference", action="store_true", help="print the Markdown config reference")
+    p.add_argument("--log-level", default="INFO")
+    return p
+
+
+def _setup_logging(level: str) -> None:
+    try:
+        from kafkad.daemon import logging_setup
+
+        logging_setup.configure(level)
+    except Exception:
+        logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+
+
+async def _every(interval_ms: int, what: str, step: Callable[[], Awaitable[None]]) -> None:
+    if interval_ms <= 0 or interval_ms >= 2**62:
+        return
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        try:
+            await step()
+        except Exception:
+            log.exception("periodic %s failed", what)
+
+
+async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Event | None = None) -> int:
+    from kafkad.storage.log_manager import LogManager
+    from kafkad.storage.meta_properties import ensure_meta_properties
+
+    clock = clock or SystemClock()
+    loop = asyncio.get_running_loop()
+    stop = stop or asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+
+    dirs = config.storage.log_dirs
+    broker_id, cluster_id = await loop.run_in_executor(
+        None, lambda: ensure_meta_properties(dirs, config.server.broker_id)
+    )
+    log_manager = LogManager(config.log_manager_config(), config.log_config(), clock)
+    await loop.run_in_executor(None, log_manager.load)
+    replicas = ReplicaManager(log_manager, broker_id)
+    n = replicas.load_from_logs()
+    producer_ids = ProducerIdManager(dirs, config.server.producer_id_block_size)
+    await loop.run_in_executor(None, producer_ids.load)
+    broker = Broker(config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id)
+    dispatcher = Dispatcher(broker, load_handlers())
+    server = Server(dispatcher, config.socket)
+    bound = await server.start(config.server.listeners)
+    log.info(
+        "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s",
+        __version__,
+        broker_id,
+        cluster_id,
+        n,
+        ", ".join(f"{h}:{p}" for h, p in bound),
+    )
+
+    async def retention() -> None:
+        now = clock.time_ms()
+        log_manager.retention_pass(now)
+        log_manager.budget_pass(now)
+        await loop.run_in_executor(None, log_manager.delete_pending, now)
+
+    async def flush() -> None:
+        now = clock.time_ms()
+        logs = log_manager.flush_pass(now)
+        if logs:
+            await loop.run_in_executor(None, log_manager.flush_logs, logs, now)
+
+    async def checkpoint() -> None:
+        await loop.run_in_executor(None, log_manager.checkpoint_all)
+
+    st = config.storage
+    tasks = [
+        loop.create_task(_every(st.retention_check_interval_ms, "retention", retention)),
+        loop.create_task(_every(min(st.flush_scheduler_interval_ms, 1000), "flush", flush)),
+        loop.create_task(_every(st.flush_offset_checkpoint_interval_ms, "checkpoint", checkpoint)),
+    ]
+
+    await stop.wait()
+    log.info("shutting down")
+    broker.stopping = True
+    server.stop_accepting()
+    for p in replicas.all_partitions():
+        p.wake_waiters()
+    if not await server.drain(config.server.shutdown_timeout_ms / 1000):
+        log.warning("in-flight requests did not finish within shutdown.timeout.ms")
+    server.close_all()
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await loop.run_in_executor(None, log_manager.shutdown)
+    log.info("shut down cleanly")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.version:
+        print(f"kafkad {__version__}")
+        return 0
+    if args.config_reference:
+        sys.stdout.write(render_markdown())
+        return 0
+    _setup_logging(args.log_level)
+    if args.config is None and not args.override:
+        print("kafkad: --config FILE is required", file=sys.stderr)
+        return 2
+    try:
+        config = load_config(args.config, args.override)
+    except ConfigError as e:
+        print(f"kafkad: configuration error: {e}", file=sys.stderr)
+        return 2
+    if args.check_config:
+        for line in check_config_lines(config):
+            print(line)
+        for w in config.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        return 0
+    try:
+        import uvloop
+
+        runner: Callable[..., int] = uvloop.run
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        runner = asyncio.run
+    try:
+        return runner(run(config))
+    except KeyboardInterrupt:
+        return 0
+    except Exception as e:
+        log.critical("kafkad failed: %s", e, exc_info=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Listeners: one asyncio server per `listeners` entry, each accepted socket a KafkaConnection.
+
+Shutdown order (main.py drives it): stop accepting, let in-flight requests finish (bounded), then close
+the remaining connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+
+from kafkad.daemon.config import SocketConfig
+from kafkad.daemon.config_defs import ListenerSpec
+from kafkad.daemon.connection import KafkaConnection
+from kafkad.daemon.dispatcher import Dispatcher
+
+log = logging.getLogger(__name__)
+
+
+class Server:
+    def __init__(self, dispatcher: Dispatcher, socket_config: SocketConfig) -> None:
+        self._dispatcher = dispatcher
+        self._cfg = socket_config
+        self._servers: list[asyncio.Server] = []
+        self.connections: set[KafkaConnection] = set()
+        self.bound: list[tuple[str, int]] = []
+
+    def _make(self) -> KafkaConnection:
+        conn = KafkaConnection(
+            self._dispatcher,
+            max_request_bytes=self._cfg.request_max_bytes,
+            max_queued=self._cfg.queued_max_requests,
+            on_close=self.connections.discard,
+        )
+        self.connections.add(conn)
+        return conn
+
+    async def start(self, listeners: tuple[ListenerSpec, ...]) -> list[tuple[str, int]]:
+        loop = asyncio.get_running_loop()
+        for spec in listeners:
+            server = await loop.create_server(
+                self._make, host=spec.host or None, port=spec.port, reuse_address=True, backlog=1024
+            )
+            for sock in server.sockets:
+                if self._cfg.send_buffer_bytes > 0:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._cfg.send_buffer_bytes)
+                if self._cfg.receive_buffer_bytes > 0:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._cfg.receive_buffer_bytes)
+                addr = sock.getsockname()
+                self.bound.append((str(addr[0]), int(addr[1])))
+            self._servers.append(server)
+        for host, port in self.bound:
+            log.info("listening on %s:%d", host, port)
+        return self.bound
+
+    def stop_accepting(self) -> None:
+        for s in self._servers:
+            s.close()
+
+    async def drain(self, timeout_s: float) -> bool:
+        """Wait until no connection has queued requests (True) or the timeout passes (False)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while any(c.pending for c in self.connections):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await asyncio.sleep(min(0.01, remaining))
+        return True
+
+    def close_all(self) -> None:
+        for c in list(self.connections):
+            c.close()

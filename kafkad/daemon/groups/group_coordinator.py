@@ -1,0 +1,306 @@
+"""The full group coordinator: membership (coordinator.py) plus offsets, admin APIs, load, expiry.
+
+Committed offsets live in `Group.offsets` and are written to the store before a commit is
+answered. `load(records)` replays __consumer_offsets at start: groups with members come back
+Stable (members keep their slots and assignments and get a fresh session timer), groups without
+members come back Empty. Every `offsets.retention.check.interval.ms` the expiry pass drops
+offsets of Empty groups idle for `offsets.retention.minutes` (writing tombstones) and removes
+Empty groups left without offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kafkad.clock import Clock
+from kafkad.daemon.groups.config import GroupConfig
+from kafkad.daemon.groups.coordinator import MembershipCoordinator
+from kafkad.daemon.groups.group import Group, GroupState, GroupSummary, Member, Protocol
+from kafkad.daemon.groups.records import OffsetValue
+from kafkad.daemon.groups.store import (
+    GroupStore,
+    KeyValue,
+    LoadedState,
+    group_tombstone,
+    offset_record,
+)
+from kafkad.daemon.groups.timers import Scheduler, TimerHandle
+from kafkad.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: GroupState
+
+
+_SIZE_ERRORS = {
+    ErrorCode.MESSAGE_TOO_LARGE,
+    ErrorCode.RECORD_LIST_TOO_LARGE,
+    ErrorCode.INVALID_FETCH_SIZE,
+}
+
+
+def _store_error(exc: Exception) -> ErrorCode:
+    """Kafka's mapping of a failed offsets append to what a committing client is told."""
+    if isinstance(exc, KafkaError):
+        if exc.code in _SIZE_ERRORS:
+            return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+        if exc.code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+            return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+class GroupCoordinator(MembershipCoordinator):
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        scheduler: Scheduler,
+        store: GroupStore,
+        partition_exists: Callable[[str, int], bool] | None = None,
+    ) -> None:
+        super().__init__(config, clock, scheduler, store)
+        self.partition_exists = partition_exists
+        self._expiry_timer: TimerHandle | None = None
+
+    # --- OffsetCommit / OffsetFetch ----------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetCommit],
+    ) -> dict[TopicPartition, ErrorCode]:
+        def all_(error: ErrorCode) -> dict[TopicPartition, ErrorCode]:
+            return dict.fromkeys(offsets, error)
+
+        if not group_id:
+            return all_(ErrorCode.INVALID_GROUP_ID)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                # a member of a group we no longer know: its generation is gone
+                return all_(ErrorCode.ILLEGAL_GENERATION)
+            group = self._new_group(group_id)  # "simple" commit of an assign() consumer
+        error = self._validate_commit(group, generation_id, member_id, instance_id)
+        if error is not None:
+            return all_(error)
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetValue] = {}
+        now = self.clock.time_ms()
+        for tp, commit in offsets.items():
+            metadata = commit.metadata or ""
+            if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            elif self.partition_exists is not None and not self.partition_exists(*tp):
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                accepted[tp] = OffsetValue(commit.offset, commit.leader_epoch, metadata, now)
+        if accepted:
+            records = [offset_record(group_id, t, p, v) for (t, p), v in accepted.items()]
+            try:
+                self.store.write(group_id, records)
+            except Exception as exc:
+                log.warning("group %s: offset commit not persisted: %s", group_id, exc)
+                code = _store_error(exc)
+                results.update(dict.fromkeys(accepted, code))
+                return results
+            group.offsets.update(accepted)
+            results.update(dict.fromkeys(accepted, ErrorCode.NONE))
+        if member_id in group.members:
+            self._touch(group, group.members[member_id])
+        return results
+
+    @staticmethod
+    def _validate_commit(
+        group: Group, generation_id: int, member_id: str, instance_id: str | None
+    ) -> ErrorCode | None:
+        if group.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and not member_id and instance_id is None:
+            if group.state is GroupState.EMPTY:
+                return None
+            # a group managed by the coordinator does not take anonymous commits
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.validate_member(member_id, instance_id)
+        if error is not None:
+            return error
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition] | None
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetValue | None]]:
+        """Committed offsets (None = nothing committed); `partitions=None` means all of them."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, {}
+        group = self.groups.get(group_id)
+        stored = group.offsets if group is not None else {}
+        if partitions is None:
+            return ErrorCode.NONE, {tp: v for tp, v in stored.items()}
+        return ErrorCode.NONE, {tp: stored.get(tp) for tp in partitions}
+
+    # --- ListGroups / DescribeGroups / DeleteGroups ------------------------------------------
+
+    def list_groups(self) -> list[GroupListing]:
+        return [
+            GroupListing(g.group_id, g.protocol_type or "", g.state)
+            for g in self.groups.values()
+            if g.state is not GroupState.DEAD
+        ]
+
+    def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, GroupSummary(group_id, GroupState.DEAD, "", "", ())
+        group = self.groups.get(group_id)
+        if group is None:
+            # Kafka describes an unknown group as Dead with no error
+            return ErrorCode.NONE, GroupSummary(group_id, GroupState.DEAD, "", "", ())
+        return ErrorCode.NONE, group.summary()
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if not group_id:
+                results[group_id] = ErrorCode.INVALID_GROUP_ID
+            elif group is None or group.state is GroupState.DEAD:
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.state is not GroupState.EMPTY or group.members:
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                results[group_id] = self._delete(group)
+        return results
+
+    def _delete(self, group: Group) -> ErrorCode:
+        records: list[KeyValue] = [offset_record(group.group_id, t, p, None) for (t, p) in group.offsets]
+        records.append(group_tombstone(group.group_id))
+        try:
+            self.store.write(group.group_id, records)
+        except Exception as exc:
+            log.warning("group %s: delete not persisted: %s", group.group_id, exc)
+            return _store_error(exc)
+        for timer in group.pending_members.values():
+            timer.cancel()
+        group.pending_members.clear()
+        self._transition(group, GroupState.DEAD)
+        del self.groups[group.group_id]
+        log.info("group %s deleted", group.group_id)
+        return ErrorCode.NONE
+
+    # --- load at start -----------------------------------------------------------------------
+
+    def load(self, records: Iterable[KeyValue]) -> None:
+        """Rebuild groups and offsets from the replayed __consumer_offsets records."""
+        state = LoadedState()
+        state.apply_all(records)
+        for group_id in state.groups.keys() | state.offsets.keys():
+            value = state.groups.get(group_id)
+            if value is None and not state.offsets.get(group_id):
+                continue  # every offset of a metadata-less group was deleted
+            group = Group(group_id, state_timestamp_ms=self.clock.time_ms())
+            group.offsets = dict(state.offsets.get(group_id, {}))
+            if value is not None:
+                group.generation_id = value.generation
+                group.protocol_type = value.protocol_type or None
+                group.protocol_name = value.protocol
+                if value.current_state_timestamp >= 0:
+                    group.state_timestamp_ms = value.current_state_timestamp
+                for mv in value.members:
+                    member = Member(
+                        mv.member_id,
+                        mv.group_instance_id,
+                        mv.client_id,
+                        mv.client_host,
+                        mv.rebalance_timeout,
+                        mv.session_timeout,
+                        value.protocol_type,
+                        (Protocol(value.protocol or "", mv.subscription),),
+                        assignment=mv.assignment,
+                    )
+                    group.add(member)
+                if group.members:
+                    group.leader_id = value.leader if value.leader in group.members else None
+                    group.leader_id = group.leader_id or next(iter(group.members))
+                    group.state = GroupState.STABLE
+                    for m in group.members.values():
+                        self._touch(group, m)
+            self.groups[group_id] = group
+        log.info("loaded %d groups from the offsets topic", len(self.groups))
+
+    # --- offset expiry -----------------------------------------------------------------------
+
+    def start_expiry(self) -> None:
+        interval = self.config.offsets_retention_check_interval_ms
+
+        def tick() -> None:
+            self.expire_offsets()
+            self._expiry_timer = self.scheduler.call_later(interval, tick)
+
+        self._expiry_timer = self.scheduler.call_later(interval, tick)
+
+    def stop(self) -> None:
+        if self._expiry_timer is not None:
+            self._expiry_timer.cancel()
+            self._expiry_timer = None
+        for group in self.groups.values():
+            for m in group.members.values():
+                if m.heartbeat_timer is not None:
+                    m.heartbeat_timer.cancel()
+            if group.join_timer is not None:
+                group.join_timer.cancel()
+            for timer in group.pending_members.values():
+                timer.cancel()
+
+    def expire_offsets(self) -> int:
+        """Drop expired offsets of Empty groups and remove groups left with nothing; count them."""
+        now = self.clock.time_ms()
+        retention = self.config.offsets_retention_ms
+        removed = 0
+        for group in list(self.groups.values()):
+            if group.state is not GroupState.EMPTY:
+                continue
+            if group.protocol_type:
+                # a consumer group: everything expires once it has been empty long enough
+                expired = list(group.offsets) if now - group.state_timestamp_ms >= retention else []
+            else:
+                expired = [tp for tp, v in group.offsets.items() if now - v.commit_timestamp >= retention]
+            records = [offset_record(group.group_id, t, p, None) for (t, p) in expired]
+            drop_group = len(expired) == len(group.offsets) and not group.pending_members
+            if drop_group:
+                records.append(group_tombstone(group.group_id))
+            if not records:
+                continue
+            try:
+                self.store.write(group.group_id, records)
+            except Exception:
+                log.exception("group %s: writing expiry tombstones failed", group.group_id)
+                continue
+            for tp in expired:
+                del group.offsets[tp]
+            removed += len(expired)
+            if drop_group:
+                self._transition(group, GroupState.DEAD)
+                del self.groups[group.group_id]
+                log.info("group %s expired", group.group_id)
+        return removed

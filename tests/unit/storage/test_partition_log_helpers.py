@@ -35,12 +35,13 @@ def make_batch(
     for i in range(count):
         value = (f"{tag}:{i}:".encode() + b"x" * value_size)[: max(value_size, 1)]
         builder.append(i, timestamp=ts + i, key=None, value=value, headers=[])
-    return builder.build()
+    return bytearray(builder.build())
 
 
-def open_log(path: Path, clock: ManualClock, *, recover: bool = False, **overrides: str) -> PartitionLog:
+def open_log(path: Path, clock: ManualClock, **overrides: str) -> PartitionLog:
+    """A clean open of `path`/t-0 with topic overrides (dotted keys via **{...})."""
     config = LogConfig().with_overrides(overrides)
-    return PartitionLog.open(path / "t-0", config, clock, recover=recover)
+    return PartitionLog.open(path / "t-0", config, clock, recover=False)
 
 
 def read_all(log: PartitionLog, offset: int = 0, max_offset: int | None = None) -> bytes:

@@ -1,0 +1,105 @@
+"""Wiring of the group coordinator into a running broker (`Broker.services["group_coordinator"]`).
+
+`coordinator_for(broker)` returns the broker's coordinator, creating it on first use: the
+__consumer_offsets topic is created if missing (compacted), its records are replayed into the
+coordinator, and the offsets expiry timer starts. `start_group_coordinator(broker)` does the same
+at startup with the replay in the executor, so the first group request does not pay for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kafkad.daemon.groups.config import OFFSETS_TOPIC, GroupConfig
+from kafkad.daemon.groups.group_coordinator import GroupCoordinator
+from kafkad.daemon.groups.log_store import LogGroupStore
+from kafkad.daemon.groups.store import KeyValue
+from kafkad.daemon.groups.timers import LoopScheduler
+
+if TYPE_CHECKING:
+    from kafkad.daemon.broker import Broker
+
+log = logging.getLogger(__name__)
+
+SERVICE_KEY = "group_coordinator"
+
+
+def group_config(broker_group: Any) -> GroupConfig:
+    """The daemon's typed `config.group` (kafkad.daemon.config.GroupConfig) -> ours."""
+    return GroupConfig(
+        offsets_topic_num_partitions=broker_group.offsets_topic_num_partitions,
+        offsets_topic_segment_bytes=broker_group.offsets_topic_segment_bytes,
+        offsets_retention_ms=broker_group.offsets_retention_ms,
+        offsets_retention_check_interval_ms=broker_group.offsets_retention_check_interval_ms,
+        offset_metadata_max_bytes=broker_group.offset_metadata_max_bytes,
+        group_initial_rebalance_delay_ms=broker_group.initial_rebalance_delay_ms,
+        group_min_session_timeout_ms=broker_group.min_session_timeout_ms,
+        group_max_session_timeout_ms=broker_group.max_session_timeout_ms,
+        group_max_size=broker_group.max_size,
+    )
+
+
+def _build(broker: Broker) -> tuple[GroupCoordinator, LogGroupStore]:
+    cfg = group_config(broker.config.group)
+    replicas = broker.replicas
+    existing = len(replicas.partitions_of(OFFSETS_TOPIC))
+    if existing and existing != cfg.offsets_topic_num_partitions:
+        # the hashing must match the partitions that hold the data
+        log.warning(
+            "%s has %d partitions, not offsets.topic.num.partitions=%d: using %d",
+            OFFSETS_TOPIC,
+            existing,
+            cfg.offsets_topic_num_partitions,
+            existing,
+        )
+    store = LogGroupStore(
+        replicas,
+        broker.clock,
+        existing or cfg.offsets_topic_num_partitions,
+        cfg.offsets_topic_segment_bytes,
+    )
+    store.ensure_topic()
+    coordinator = GroupCoordinator(
+        cfg,
+        broker.clock,
+        LoopScheduler(asyncio.get_running_loop()),
+        store,
+        partition_exists=lambda t, p: replicas.get(t, p) is not None,
+    )
+    return coordinator, store
+
+
+def coordinator_for(broker: Broker) -> GroupCoordinator:
+    existing: GroupCoordinator | None = broker.services.get(SERVICE_KEY)
+    if existing is not None:
+        return existing
+    coordinator, store = _build(broker)
+    coordinator.load(store.replay())
+    coordinator.start_expiry()
+    broker.services[SERVICE_KEY] = coordinator
+    return coordinator
+
+
+async def start_group_coordinator(broker: Broker) -> GroupCoordinator:
+    existing: GroupCoordinator | None = broker.services.get(SERVICE_KEY)
+    if existing is not None:
+        return existing
+    coordinator, store = _build(broker)
+    records: list[KeyValue] = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: list(store.replay())
+    )
+    if SERVICE_KEY in broker.services:  # a request built one meanwhile
+        coordinator_existing: GroupCoordinator = broker.services[SERVICE_KEY]
+        return coordinator_existing
+    coordinator.load(records)
+    coordinator.start_expiry()
+    broker.services[SERVICE_KEY] = coordinator
+    return coordinator
+
+
+def stop_group_coordinator(broker: Broker) -> None:
+    coordinator: GroupCoordinator | None = broker.services.pop(SERVICE_KEY, None)
+    if coordinator is not None:
+        coordinator.stop()

@@ -1,0 +1,28 @@
+"""DeleteGroups (42) v0-1: only Empty groups go (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND otherwise);
+their offsets and metadata get tombstones in __consumer_offsets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, Request
+
+
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"group_id": g, "error_code": int(code)} for g in request.body.get("groups_names") or []],
+    }
+
+
+@handler(ApiKey.DELETE_GROUPS, 0, 1, error_body=_error_body)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    names = [g or "" for g in request.body["groups_names"] or []]
+    results = coordinator_for(ctx.broker).delete_groups(names)
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"group_id": g, "error_code": int(results[g])} for g in names],
+    }

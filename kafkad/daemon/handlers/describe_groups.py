@@ -1,0 +1,42 @@
+"""DescribeGroups (15) v0-4: state, protocol and members (with metadata and assignment once Stable)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, Request
+
+_UNKNOWN_OPERATIONS = -(2**31)
+
+
+@handler(ApiKey.DESCRIBE_GROUPS, 0, 4)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    coordinator = coordinator_for(ctx.broker)
+    groups = []
+    for group_id in request.body["groups"] or []:
+        error, s = coordinator.describe_group(group_id or "")
+        groups.append(
+            {
+                "error_code": int(error),
+                "group_id": s.group_id,
+                "group_state": s.state.value,
+                "protocol_type": s.protocol_type,
+                "protocol_data": s.protocol_data,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "group_instance_id": m.group_instance_id,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "member_metadata": m.metadata,
+                        "member_assignment": m.assignment,
+                    }
+                    for m in s.members
+                ],
+                "authorized_operations": _UNKNOWN_OPERATIONS,
+            }
+        )
+    return {"throttle_time_ms": 0, "groups": groups}

@@ -1,0 +1,53 @@
+"""FindCoordinator (10) v0-2: this broker coordinates every group; transactions are not offered.
+
+The first lookup also opens the group coordinator (creates __consumer_offsets, replays it), so
+clients that find it can use it straight away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, Request
+
+KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+
+
+def _error(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "error_message": message,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+    }
+
+
+@handler(ApiKey.FIND_COORDINATOR, 0, 2)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    key_type = request.body.get("key_type", KEY_TYPE_GROUP)
+    if key_type == KEY_TYPE_TRANSACTION:
+        return _error(
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            "kafkad has no transaction coordinator: transactional producers are not supported",
+        )
+    if key_type != KEY_TYPE_GROUP:
+        return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+    broker = ctx.broker
+    if broker.stopping:
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down")
+    coordinator_for(broker)
+    host, port = broker.advertised_host_port()
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "node_id": broker.broker_id,
+        "host": host,
+        "port": port,
+    }

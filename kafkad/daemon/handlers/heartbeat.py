@@ -1,0 +1,19 @@
+"""Heartbeat (12) v0-3: keeps a member's session alive and tells it when to rejoin."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, Request
+
+
+@handler(ApiKey.HEARTBEAT, 0, 3)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    b = request.body
+    error = coordinator_for(ctx.broker).heartbeat(
+        b["group_id"] or "", b["generation_id"], b["member_id"] or "", b.get("group_instance_id")
+    )
+    return {"throttle_time_ms": 0, "error_code": int(error)}

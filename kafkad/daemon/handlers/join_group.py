@@ -1,0 +1,67 @@
+"""JoinGroup (11) v0-5: parked in the coordinator until the rebalance completes (a future, never
+blocking the loop). v0 has no rebalance timeout (the session timeout serves), v4+ gets the
+MEMBER_ID_REQUIRED round trip for dynamic members, v5 carries group.instance.id."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.groups import JoinRequest, JoinResult, Protocol
+from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, Request
+
+
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    return _body(JoinResult(code, request.body.get("member_id") or ""))
+
+
+def _body(result: JoinResult) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(result.error),
+        "generation_id": result.generation_id,
+        "protocol_name": result.protocol_name or "",
+        "leader": result.leader,
+        "member_id": result.member_id,
+        "members": [
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
+            for m in result.members
+        ],
+    }
+
+
+def client_host(peer: str) -> str:
+    """Kafka reports the member's address as "/<ip>" (Java's InetAddress.toString)."""
+    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
+    return "/" + host.strip("[]")
+
+
+@handler(ApiKey.JOIN_GROUP, 0, 5, error_body=_error_body)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    b = request.body
+    session = b["session_timeout_ms"]
+    rebalance = b.get("rebalance_timeout_ms", -1)
+    instance = b.get("group_instance_id")
+    req = JoinRequest(
+        group_id=b["group_id"] or "",
+        member_id=b["member_id"] or "",
+        group_instance_id=instance,
+        client_id=ctx.header.client_id or "",
+        client_host=client_host(ctx.peer),
+        session_timeout_ms=session,
+        rebalance_timeout_ms=rebalance if ctx.version >= 1 and rebalance >= 0 else session,
+        protocol_type=b["protocol_type"] or "",
+        protocols=tuple(Protocol(p["name"], bytes(p["metadata"] or b"")) for p in b["protocols"]),
+        require_known_member_id=ctx.version >= 4 and instance is None,
+    )
+    fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+
+    def respond(result: JoinResult) -> None:
+        if not fut.done():
+            fut.set_result(result)
+
+    coordinator_for(ctx.broker).join_group(req, respond)
+    return _body(await fut)

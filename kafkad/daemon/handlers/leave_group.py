@@ -1,0 +1,27 @@
+"""LeaveGroup (13) v0-3: one member (v0-2) or a batch of members with per-member errors (v3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, Request
+
+
+@handler(ApiKey.LEAVE_GROUP, 0, 3)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    b = request.body
+    coordinator = coordinator_for(ctx.broker)
+    if ctx.version < 3:
+        top, per = coordinator.leave_group(b["group_id"] or "", [(b["member_id"] or "", None)])
+        error = top if top != ErrorCode.NONE or not per else per[0]
+        return {"throttle_time_ms": 0, "error_code": int(error), "members": []}
+    asked = [(m["member_id"] or "", m.get("group_instance_id")) for m in b["members"] or []]
+    top, per = coordinator.leave_group(b["group_id"] or "", asked)
+    members = [
+        {"member_id": mid, "group_instance_id": inst, "error_code": int(err)}
+        for (mid, inst), err in zip(asked, per, strict=False)
+    ]
+    return {"throttle_time_ms": 0, "error_code": int(top), "members": members}

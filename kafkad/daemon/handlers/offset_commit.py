@@ -1,0 +1,64 @@
+"""OffsetCommit (8) v2-7: generation/member checked, "simple" commits (generation -1, no member)
+for assign() consumers; persisted to __consumer_offsets before the answer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.groups import OffsetCommit
+from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, Request
+
+
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {"partition_index": p["partition_index"], "error_code": int(code)}
+                    for p in t["partitions"]
+                ],
+            }
+            for t in request.body.get("topics") or []
+        ],
+    }
+
+
+@handler(ApiKey.OFFSET_COMMIT, 2, 7, error_body=_error_body)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    b = request.body
+    offsets: dict[tuple[str, int], OffsetCommit] = {}
+    for t in b["topics"] or []:
+        for p in t["partitions"]:
+            offsets[(t["name"], p["partition_index"])] = OffsetCommit(
+                p["committed_offset"],
+                p.get("committed_leader_epoch", -1),
+                p.get("committed_metadata"),
+            )
+    results = coordinator_for(ctx.broker).commit_offsets(
+        b["group_id"] or "",
+        b["generation_id_or_member_epoch"],
+        b["member_id"] or "",
+        b.get("group_instance_id"),
+        offsets,
+    )
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {
+                        "partition_index": p["partition_index"],
+                        "error_code": int(results[(t["name"], p["partition_index"])]),
+                    }
+                    for p in t["partitions"]
+                ],
+            }
+            for t in b["topics"] or []
+        ],
+    }

@@ -1,0 +1,34 @@
+"""SyncGroup (14) v0-3: followers wait (a future) for the leader's assignment; a Stable group
+answers at once with the member's stored assignment."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.groups import SyncResult
+from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, Request
+
+
+@handler(ApiKey.SYNC_GROUP, 0, 3)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    b = request.body
+    fut: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+
+    def respond(result: SyncResult) -> None:
+        if not fut.done():
+            fut.set_result(result)
+
+    coordinator_for(ctx.broker).sync_group(
+        b["group_id"] or "",
+        b["generation_id"],
+        b["member_id"] or "",
+        b.get("group_instance_id"),
+        [(a["member_id"], bytes(a["assignment"] or b"")) for a in b["assignments"] or []],
+        respond,
+    )
+    result = await fut
+    return {"throttle_time_ms": 0, "error_code": int(result.error), "assignment": result.assignment}

@@ -11,7 +11,7 @@ from tests.unit.spark_bridge.factory import DAY_MS, write_partition
 
 
 def _rows(buf: bytes) -> list[tuple[object, ...]]:
-    out = []
+    out: list[tuple[object, ...]] = []
     for rb in decode_segment(buf, "t", 3):
         assert rb.schema == SCHEMA
         d = rb.to_pydict()

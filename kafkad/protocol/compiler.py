@@ -50,7 +50,7 @@ def field_codec(f: Field, version: int, flexible: bool) -> tuple[p.Reader, p.Wri
 def _fixed_run(run: list[Field]) -> tuple[_Step, _WStep]:
     s = struct.Struct(">" + "".join(_FIXED_FMT[f.type] for f in run))
     names = tuple(f.name for f in run)
-    pairs = tuple((f.name, f.default_value()) for f in run)
+    defaults = tuple(f.default_value() for f in run)
     unpack_from, pack, size = s.unpack_from, s.pack, s.size
 
     def step(buf: p.Buf, pos: int, d: dict[str, Any]) -> int:
@@ -58,8 +58,7 @@ def _fixed_run(run: list[Field]) -> tuple[_Step, _WStep]:
         return pos + size
 
     def wstep(out: p.Out, d: Mapping[str, Any]) -> None:
-        get = d.get
-        out += pack(*[get(n, dv) for n, dv in pairs])
+        out += pack(*map(d.get, names, defaults))
 
     return step, wstep
 

@@ -14,14 +14,14 @@ checkpoints, then the marker.
 
 Periodic work has no threads or timers of its own: the daemon calls the passes. Each pass DECIDES on
 the event loop (cheap, in memory: `retention_pass`, `budget_pass`, `flush_pass`) and leaves the slow
-part (fsync, closing files and unlinking) to a blocking method the daemon runs in an executor
-(`flush_logs`, `delete_pending`). Segments taken out of a log stay on disk with their fds open for
-file.delete.delay.ms, so a response being sendfile'd from them still reads valid bytes.
+part (fsync, closing files and unlinking) to a blocking method the daemon runs in an executor:
+`flush_pass` -> `flush_logs`, `collect_deletions` -> `run_deletions`. Deleted segments and topic dirs
+keep their files and fds for file.delete.delay.ms (monotonic clock), so a response being sendfile'd
+from them still reads valid bytes; `collect_deletions` hands out what is due.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kafkad.clock import Clock
 from kafkad.protocol.errors import ErrorCode, KafkaError
@@ -61,8 +60,8 @@ from kafkad.storage.log_dir_layout import (
     validate_topic_name,
 )
 from kafkad.storage.log_manager_config import LogManagerConfig
-from kafkad.storage.managed_log import LogOpener, ManagedLog, OpenRequest, default_opener
-from kafkad.storage.retention import retention_cutoff
+from kafkad.storage.log_opener import LogOpener, OpenRequest, default_opener, release_deleted_log
+from kafkad.storage.partition_log import AppendOrigin, AppendResult, PartitionLog
 from kafkad.storage.topic_configs import read_topic_overrides, write_topic_overrides
 
 log = logging.getLogger(__name__)
@@ -78,12 +77,22 @@ class LoadStats:
 
 @dataclass(slots=True)
 class _Pending:
-    """Files waiting for file.delete.delay.ms before the blocking delete."""
+    """A deleted topic dir waiting for file.delete.delay.ms (monotonic deadline)."""
+
+    due_ms: int
+    action: Callable[[], None]
+
+
+@dataclass(slots=True)
+class _Freed:
+    """Bytes already deleted but not yet unlinked: the disk budget counts them as free."""
 
     due_ms: int
     log_dir: str
     size_bytes: int
-    action: Callable[[], None]
+
+
+Deletion = Callable[[], None]
 
 
 class LogManager:
@@ -106,12 +115,12 @@ class LogManager:
         self._probe = usage_probe
         self._is_shipped = is_shipped
         self._dirs = [str(Path(d)) for d in config.log_dirs]
-        self._logs: dict[TopicPartition, ManagedLog] = {}
+        self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self._overrides: dict[str, dict[str, str]] = {}
-        self._last_flush_ms: dict[TopicPartition, int] = {}
         self._pending: list[_Pending] = []
-        self._pending_lock = threading.Lock()  # appended on the loop, drained in an executor
+        self._freed: list[_Freed] = []
+        self._lock = threading.Lock()  # load() and the loop may both queue deletions
         self.budget = BudgetState()
         self.load_stats: LoadStats | None = None
 
@@ -120,7 +129,6 @@ class LogManager:
     def load(self) -> None:
         """Blocking: call in executor. Open every partition of every log dir (recovering after a crash)."""
         started = time.monotonic()
-        now = self._clock.time_ms()
         jobs: list[tuple[str, OpenRequest]] = []
         clean_dirs = 0
         for d in self._dirs:
@@ -138,7 +146,7 @@ class LogManager:
                 if not entry.is_dir(follow_symlinks=False):
                     continue
                 if entry.name.endswith(DELETE_DIR_SUFFIX) or entry.name.endswith(".deleted"):
-                    self._queue(now, d, 0, _rmtree_action(Path(entry.path)))
+                    self._queue(0, d, 0, _rmtree_action(Path(entry.path)))  # nothing reads it: due now
                     continue
                 if entry.name.endswith(IGNORED_DIR_SUFFIXES):
                     log.warning("log dir %s: leaving %s alone (not a live partition)", d, entry.name)
@@ -178,7 +186,6 @@ class LogManager:
             tp = (req.topic, req.partition)
             self._logs[tp] = plog
             self._dir_of[tp] = d
-            self._last_flush_ms[tp] = now
             if overrides:
                 self._overrides.setdefault(req.topic, overrides)
         self.load_stats = LoadStats(
@@ -196,10 +203,10 @@ class LogManager:
             self.load_stats.recovered,
         )
 
-    def _open_one(self, req: OpenRequest) -> tuple[ManagedLog, dict[str, str]]:
+    def _open_one(self, req: OpenRequest) -> tuple[PartitionLog, dict[str, str]]:
         overrides = read_topic_overrides(req.path)
         config = self.default_log_config.with_overrides(overrides) if overrides else self.default_log_config
-        return self._opener(_replace_config(req, config)), overrides
+        return self._opener(_replace_config(req, config), self._clock), overrides
 
     def shutdown(self) -> None:
         """Blocking: call in executor. Flush and close every log, write checkpoints, then the clean markers."""
@@ -209,9 +216,11 @@ class LogManager:
             list(pool.map(lambda plog: plog.flush(), items))
         self.checkpoint_all()
         with ThreadPoolExecutor(threads, thread_name_prefix="log-close") as pool:
-            list(pool.map(lambda plog: plog.close(snapshot=True), items))
-        # Nothing reads the detached segments any more: delete them now rather than leaving orphans.
-        self.delete_pending(2**62)
+            list(pool.map(lambda plog: plog.close(), items))  # also reaps its deleted segments
+        # Nothing reads deleted topics any more: remove them now rather than at the next start.
+        with self._lock:
+            pending, self._pending, self._freed = self._pending, [], []
+        self.run_deletions([p.action for p in pending])
         for d in self._dirs:
             checkpoints.write_atomic(Path(d) / CLEAN_SHUTDOWN_FILE, b"")
         self._logs.clear()
@@ -220,7 +229,7 @@ class LogManager:
 
     def checkpoint_all(self) -> None:
         """Blocking: call in executor. Write the three offset checkpoints of every log dir."""
-        per_dir: dict[str, list[tuple[TopicPartition, ManagedLog]]] = {d: [] for d in self._dirs}
+        per_dir: dict[str, list[tuple[TopicPartition, PartitionLog]]] = {d: [] for d in self._dirs}
         for tp, plog in list(self._logs.items()):
             per_dir[self._dir_of[tp]].append((tp, plog))
         for d, entries in per_dir.items():
@@ -237,7 +246,7 @@ class LogManager:
 
     # ---- partitions and topics ------------------------------------------------------------------
 
-    def get(self, topic: str, partition: int) -> ManagedLog | None:
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
 
     def log_dir_of(self, topic: str, partition: int) -> str | None:
@@ -245,7 +254,7 @@ class LogManager:
 
     def create_partition(
         self, topic: str, partition: int, overrides: Mapping[str, str] | None = None
-    ) -> ManagedLog:
+    ) -> PartitionLog:
         """Open the partition's log, creating its dir in the log dir with the fewest partitions.
 
         Existing partitions are returned as they are. Given `overrides` become the topic's overrides.
@@ -283,11 +292,11 @@ class LogManager:
                 log_start_offset=0,
                 high_watermark=0,
                 recover=False,
-            )
+            ),
+            self._clock,
         )
         self._logs[tp] = plog
         self._dir_of[tp] = chosen
-        self._last_flush_ms[tp] = self._clock.time_ms()
         if topic_overrides and overrides:
             self._persist_overrides(topic, topic_overrides)  # other partitions of the topic follow
         return plog
@@ -295,20 +304,20 @@ class LogManager:
     def delete_topic(self, topic: str) -> None:
         """Take the topic's partitions away now; their dirs are renamed `*-delete` and removed later.
 
-        Renames are metadata-only; closing and removing the files happens in `delete_pending` after
-        file.delete.delay.ms (in-flight reads keep working until then).
+        Renames are metadata-only; closing and removing the files is handed out by `collect_deletions`
+        after file.delete.delay.ms (in-flight reads keep working until then).
         """
-        now = self._clock.time_ms()
+        now = self._clock.monotonic_ms()
         for p in self.partitions_of(topic):
             tp = (topic, p)
             plog = self._logs.pop(tp)
             d = self._dir_of.pop(tp)
-            self._last_flush_ms.pop(tp, None)
             src = Path(d) / f"{topic}-{p}"
             dst = Path(d) / f"{topic}-{p}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
             os.rename(src, dst)
-            size = plog.size_bytes()
-            self._queue(now + plog.config.file_delete_delay_ms, d, size, _close_and_rmtree(plog, dst))
+            self._queue(
+                now + plog.config.file_delete_delay_ms, d, plog.size_bytes, _close_and_rmtree(plog, dst)
+            )
         self._overrides.pop(topic, None)
 
     def topics(self) -> dict[str, int]:
@@ -320,7 +329,7 @@ class LogManager:
     def partitions_of(self, topic: str) -> list[int]:
         return sorted(p for t, p in self._logs if t == topic)
 
-    def logs(self) -> Iterator[ManagedLog]:
+    def logs(self) -> Iterator[PartitionLog]:
         return iter(list(self._logs.values()))
 
     # ---- topic overrides ------------------------------------------------------------------------
@@ -343,7 +352,7 @@ class LogManager:
         else:
             self._overrides.pop(topic, None)
         for p in self.partitions_of(topic):
-            self._logs[(topic, p)].update_config(config)
+            self._logs[(topic, p)].config = config
         return config
 
     def _persist_overrides(self, topic: str, overrides: Mapping[str, str]) -> None:
@@ -356,7 +365,16 @@ class LogManager:
         """Loop-safe, cheap: KafkaError(KAFKA_STORAGE_ERROR) while the disk budget blocks writes."""
         self.budget.check_writable()
 
-    def append(self, topic: str, partition: int, records: memoryview, **kwargs: Any) -> Any:
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        records: memoryview,
+        *,
+        leader_epoch: int,
+        now_ms: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> AppendResult:
         """PartitionLog.append behind the disk-budget gate; KafkaError(UNKNOWN_TOPIC_OR_PARTITION) if absent."""
         self.budget.check_writable()
         plog = self._logs.get((topic, partition))
@@ -364,32 +382,24 @@ class LogManager:
             raise KafkaError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} is not on this broker"
             )
-        return plog.append(records, **kwargs)
+        return plog.append(records, leader_epoch=leader_epoch, now_ms=now_ms, origin=origin)
 
     # ---- periodic passes (decide on the loop) ---------------------------------------------------
 
     def retention_pass(self, now_ms: int) -> int:
-        """Loop-safe: detach closed segments past retention.ms / retention.bytes / the log start offset.
+        """Loop-safe: apply retention.ms / retention.bytes / the log start offset to every log.
 
-        Whole segments only, oldest first, never the active one, never data above the high watermark.
-        Their files are deleted by `delete_pending` after file.delete.delay.ms. Returns segments detached.
+        Whole segments only, oldest first, never data above the high watermark (PartitionLog's rules).
+        Their files go after file.delete.delay.ms via `collect_deletions`. Returns segments deleted.
         """
-        detached = 0
+        deleted = 0
         for tp, plog in list(self._logs.items()):
-            cfg = plog.config
-            if not cfg.delete_enabled:
-                continue
-            upto = retention_cutoff(
-                plog.closed_segments(),
-                cfg,
-                size_bytes=plog.size_bytes(),
-                high_watermark=plog.high_watermark,
-                log_start_offset=plog.log_start_offset,
-                now_ms=now_ms,
-            )
-            if upto >= 0:
-                detached += self._detach(tp, plog, upto, now_ms)
-        return detached
+            before = plog.size_bytes
+            n = plog.apply_retention(now_ms)
+            if n:
+                deleted += n
+                self._note_freed(tp, plog, before - plog.size_bytes)
+        return deleted
 
     def budget_pass(self, now_ms: int) -> BudgetPlan:
         """Loop-safe (statvfs per log dir): enforce the broker-wide disk budget, block or unblock writes."""
@@ -398,14 +408,14 @@ class LogManager:
             return BudgetPlan((), (), 0)
         used: dict[str, int] = dict.fromkeys(self._dirs, 0)
         for tp, plog in list(self._logs.items()):
-            used[self._dir_of[tp]] += plog.size_bytes()
+            used[self._dir_of[tp]] += plog.size_bytes
         usage: dict[str, DiskUsage] = {}
         if cfg.log_dirs_min_free_percent > 0:
             usage = {d: self._probe(d) for d in self._dirs}
             # Files already waiting for deletion will be freed: count them as free space.
             pending_by_dev: dict[int, int] = {}
-            with self._pending_lock:
-                for item in self._pending:
+            with self._lock:
+                for item in self._freed:
                     dev = usage[item.log_dir].device
                     pending_by_dev[dev] = pending_by_dev.get(dev, 0) + item.size_bytes
             usage = {
@@ -431,10 +441,16 @@ class LogManager:
             )
         for (topic, p), upto in plan.delete_before().items():
             target = self._logs.get((topic, p))
-            if target is not None:
-                self._detach((topic, p), target, upto, now_ms)
+            if target is None:
+                continue
+            freed = 0
+            for seg in list(target.closed_segments()):
+                if seg.base_offset > upto or target.delete_oldest_segment() is None:
+                    break
+                freed += seg.size_bytes
+            self._note_freed((topic, p), target, freed)
         if plan.deletions:
-            log.info("disk budget: detached %d segments", len(plan.deletions))
+            log.info("disk budget: deleted %d segments", len(plan.deletions))
         if plan.shortfall_bytes > 0:
             if not self.budget.writes_blocked:
                 log.error(
@@ -451,64 +467,52 @@ class LogManager:
         for (topic, p), plog in list(self._logs.items()):
             d = self._dir_of[(topic, p)]
             for seg in plog.closed_segments():
-                yield SegmentCandidate(d, topic, p, seg.base_offset, seg.size_bytes, seg.max_timestamp_ms)
+                yield SegmentCandidate(d, topic, p, seg.base_offset, seg.size_bytes, seg.largest_timestamp_ms)
 
-    def _detach(self, tp: TopicPartition, plog: ManagedLog, upto: int, now_ms: int) -> int:
-        gone = plog.detach_segments_through(upto)
-        if not gone:
-            return 0
-        size = sum(g.size_bytes for g in gone)
+    def _note_freed(self, tp: TopicPartition, plog: PartitionLog, size: int) -> None:
+        if size > 0:
+            due = self._clock.monotonic_ms() + plog.config.file_delete_delay_ms
+            with self._lock:
+                self._freed.append(_Freed(due, self._dir_of[tp], size))
 
-        def delete_all() -> None:
-            for g in gone:
-                g.delete()
+    def flush_pass(self, now_ms: int) -> list[PartitionLog]:
+        """Loop-safe: the logs due a flush (flush.messages, flush.ms, a roll); run `flush_logs` on them."""
+        return [plog for plog in list(self._logs.values()) if plog.flush_due()]
 
-        self._queue(now_ms + plog.config.file_delete_delay_ms, self._dir_of[tp], size, delete_all)
-        return len(gone)
-
-    def flush_pass(self, now_ms: int) -> list[ManagedLog]:
-        """Loop-safe: the logs due a flush by flush.ms or flush.messages; run `flush_logs` on them."""
-        due: list[ManagedLog] = []
-        for tp, plog in list(self._logs.items()):
-            unflushed = plog.log_end_offset - plog.recovery_point
-            if unflushed <= 0:
-                continue
-            cfg = plog.config
-            if (
-                unflushed >= cfg.flush_messages
-                or now_ms - self._last_flush_ms.get(tp, now_ms) >= cfg.flush_ms
-            ):
-                due.append(plog)
-        return due
-
-    def flush_logs(self, logs: Sequence[ManagedLog], now_ms: int) -> None:
+    def flush_logs(self, logs: Sequence[PartitionLog]) -> None:
         """Blocking: call in executor. fsync the given logs (advances their recovery points)."""
         for plog in logs:
             plog.flush()
-            self._last_flush_ms[(plog.topic, plog.partition)] = now_ms
 
-    # ---- deferred deletion (blocking) -----------------------------------------------------------
+    # ---- deferred deletion ----------------------------------------------------------------------
 
-    def _queue(self, due_ms: int, log_dir: str, size: int, action: Callable[[], None]) -> None:
-        with self._pending_lock:
-            self._pending.append(_Pending(due_ms, log_dir, size, action))
+    def _queue(self, due_ms: int, log_dir: str, size: int, action: Deletion) -> None:
+        with self._lock:
+            self._pending.append(_Pending(due_ms, action))
+            if size > 0:
+                self._freed.append(_Freed(due_ms, log_dir, size))
 
-    def next_delete_due_ms(self) -> int | None:
-        """Loop-safe: when `delete_pending` next has work (None = nothing queued)."""
-        with self._pending_lock:
-            return min((p.due_ms for p in self._pending), default=None)
+    def collect_deletions(self) -> list[Deletion]:
+        """Loop-safe: the deletions whose file.delete.delay.ms passed; give them to `run_deletions`."""
+        now = self._clock.monotonic_ms()
+        out: list[Deletion] = []
+        for plog in list(self._logs.values()):
+            out += [seg.destroy for seg in plog.pop_expired_deletions()]
+        with self._lock:
+            out += [p.action for p in self._pending if p.due_ms <= now]
+            self._pending = [p for p in self._pending if p.due_ms > now]
+            self._freed = [f for f in self._freed if f.due_ms > now]
+        return out
 
-    def delete_pending(self, now_ms: int) -> int:
-        """Blocking: call in executor. Close and unlink what is due; returns the number of items done."""
-        with self._pending_lock:
-            due = [p for p in self._pending if p.due_ms <= now_ms]
-            self._pending = [p for p in self._pending if p.due_ms > now_ms]
-        for item in due:
+    @staticmethod
+    def run_deletions(deletions: Sequence[Deletion]) -> int:
+        """Blocking: call in executor. Close and unlink; returns how many ran."""
+        for action in deletions:
             try:
-                item.action()
+                action()
             except OSError:
-                log.exception("deleting files in %s failed", item.log_dir)
-        return len(due)
+                log.exception("deleting log files failed")
+        return len(deletions)
 
 
 def _replace_config(req: OpenRequest, config: LogConfig) -> OpenRequest:
@@ -533,10 +537,11 @@ def _rmtree_action(path: Path) -> Callable[[], None]:
     return run
 
 
-def _close_and_rmtree(plog: ManagedLog, path: Path) -> Callable[[], None]:
+def _close_and_rmtree(plog: PartitionLog, path: Path) -> Callable[[], None]:
     def run() -> None:
-        with contextlib.suppress(OSError):
-            plog.close(snapshot=False)
-        shutil.rmtree(path, ignore_errors=True)
+        try:
+            release_deleted_log(plog)
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
 
     return run

@@ -1,22 +1,19 @@
 """Bench: LogManager start after a clean stop with many partitions (target: 1,000 partitions <= 1 s).
 
-    .venv/bin/python tests/bench/bench_log_manager.py [--partitions 1000] [--runs 3] [--dirs 2] [--fake]
+    .venv/bin/python tests/bench/bench_log_manager.py [--partitions 1000] [--runs 3] [--dirs 2]
 
-Creates the partitions (each with one small batch when the real PartitionLog is used), stops cleanly,
-then times `LogManager.load()` + a clean `shutdown()` per run and prints min/median/max of the loads.
-`--fake` opens partitions with the unit tests' fake log: the LogManager's own cost (dir scan,
-checkpoints, override files, thread pool) without PartitionLog's.
+Creates the partitions (each with one small batch, one topic in 100 with overrides), stops cleanly,
+then times `LogManager.load()` per run (each followed by a clean `shutdown()`) and prints
+min/median/max of the loads.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from kafkad.clock import SystemClock
 from kafkad.storage.log_config import LogConfig
@@ -29,44 +26,34 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dirs", type=int, default=2)
-    ap.add_argument("--fake", action="store_true", help="fake logs: measure the LogManager alone")
     args = ap.parse_args()
-
-    extra: dict[str, Any] = {}
-    if args.fake:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        from tests.unit.storage.fake_log import FakeOpener
-
-        extra["opener"] = FakeOpener()
 
     with tempfile.TemporaryDirectory(prefix="bench-lm-") as tmp:
         config = LogManagerConfig(log_dirs=tuple(str(Path(tmp) / f"d{i}") for i in range(args.dirs)))
         clock = SystemClock()
-        lm = LogManager(config, LogConfig(), clock, **extra)
+        lm = LogManager(config, LogConfig(), clock)
         lm.load()
-        payload = _one_batch() if not args.fake else None
+        payload = _one_batch()
         t0 = time.perf_counter()
         for i in range(args.partitions):
             topic = f"bench-{i // 10}"
             overrides = {"retention.ms": "86400000"} if i % 100 == 0 else None  # some topics have overrides
             plog = lm.create_partition(topic, i % 10, overrides)
-            if payload is not None:
-                plog.append(memoryview(bytearray(payload)), leader_epoch=0, now_ms=clock.time_ms())
+            plog.append(memoryview(bytearray(payload)), leader_epoch=0, now_ms=clock.time_ms())
         lm.shutdown()
         print(f"created {args.partitions} partitions in {args.dirs} dirs: {time.perf_counter() - t0:.2f} s")
 
         loads: list[float] = []
         for _ in range(args.runs):
-            lm = LogManager(config, LogConfig(), clock, **extra)
+            lm = LogManager(config, LogConfig(), clock)
             t0 = time.perf_counter()
             lm.load()
             loads.append(time.perf_counter() - t0)
             assert lm.load_stats is not None and lm.load_stats.recovered == 0
             assert sum(lm.topics().values()) == args.partitions
             lm.shutdown()
-        kind = "fake logs" if args.fake else "PartitionLog"
         print(
-            f"start after clean stop, {args.partitions} partitions ({kind}), {args.runs} runs: "
+            f"start after clean stop, {args.partitions} partitions, {args.runs} runs: "
             f"min {min(loads):.3f} s, median {statistics.median(loads):.3f} s, max {max(loads):.3f} s"
         )
     return 0

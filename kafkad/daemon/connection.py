@@ -19,7 +19,7 @@ import collections
 import contextlib
 import logging
 import socket
-from typing import Any
+from typing import Any, cast
 
 from kafkad.daemon.dispatcher import CloseConnection, Dispatcher, Outcome
 from kafkad.daemon.sendfile_writer import SendfileWriter
@@ -61,11 +61,11 @@ class KafkaConnection(asyncio.Protocol):
 
     # --- asyncio.Protocol ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's TCPTransport is not an asyncio.Transport subclass, but has its interface.
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        transport.set_write_buffer_limits(high=_HIGH_WATER)
+        self._transport.set_write_buffer_limits(high=_HIGH_WATER)
         sock = transport.get_extra_info("socket")
         loop = asyncio.get_running_loop()
         if sock is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import signal
 import sys
@@ -70,8 +69,10 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
+        try:
             loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError, ValueError) as e:
+            log.warning("cannot handle signal %s: %s", sig.name, e)
 
     dirs = config.storage.log_dirs
     broker_id, cluster_id = await loop.run_in_executor(
@@ -100,13 +101,19 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         now = clock.time_ms()
         log_manager.retention_pass(now)
         log_manager.budget_pass(now)
-        await loop.run_in_executor(None, log_manager.delete_pending, now)
+        await _deletions()
+
+    async def _deletions() -> None:
+        due = log_manager.collect_deletions()
+        if due:
+            await loop.run_in_executor(None, log_manager.run_deletions, due)
 
     async def flush() -> None:
         now = clock.time_ms()
         logs = log_manager.flush_pass(now)
         if logs:
-            await loop.run_in_executor(None, log_manager.flush_logs, logs, now)
+            await loop.run_in_executor(None, log_manager.flush_logs, logs)
+        await _deletions()
 
     async def checkpoint() -> None:
         await loop.run_in_executor(None, log_manager.checkpoint_all)

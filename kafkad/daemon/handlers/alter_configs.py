@@ -1,0 +1,54 @@
+"""AlterConfigs (33) v0-1: replace a topic's overrides (persisted by storage); broker config is static."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+
+TOPIC = 2
+BROKER = 4
+
+
+@handler(ApiKey.ALTER_CONFIGS, 0, 1)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    broker = ctx.broker
+    lm = broker.log_manager
+    loop = asyncio.get_running_loop()
+    validate_only = bool(request.body.get("validate_only"))
+    responses = []
+    for res in request.body["resources"]:
+        rtype, rname = res["resource_type"], res["resource_name"]
+        out: dict[str, Any] = {
+            "error_code": 0,
+            "error_message": None,
+            "resource_type": rtype,
+            "resource_name": rname,
+        }
+        try:
+            if rtype == BROKER:
+                raise KafkaError(
+                    ErrorCode.INVALID_REQUEST,
+                    "broker configs are static in kafkad: edit server.properties and restart",
+                )
+            if rtype != TOPIC:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
+            if not broker.replicas.has_topic(rname):
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
+            overrides: dict[str, str] = {}
+            for c in res["configs"]:
+                if c["value"] is None:
+                    raise KafkaError(
+                        ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c['name']}"
+                    )
+                overrides[c["name"]] = c["value"]
+            lm.default_log_config.with_overrides(overrides)  # INVALID_CONFIG naming the key
+            if not validate_only:
+                await loop.run_in_executor(None, lm.set_topic_overrides, rname, overrides)
+        except KafkaError as e:
+            out["error_code"], out["error_message"] = int(e.code), e.message or None
+        responses.append(out)
+    return {"throttle_time_ms": 0, "responses": responses}

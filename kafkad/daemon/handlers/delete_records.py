@@ -1,0 +1,52 @@
+"""DeleteRecords (21) v0-1: move a partition's log start offset forward (-1 = up to the high watermark)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+
+
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {"partition_index": p["partition_index"], "low_watermark": -1, "error_code": int(code)}
+                    for p in t["partitions"]
+                ],
+            }
+            for t in request.body["topics"]
+        ],
+    }
+
+
+@handler(ApiKey.DELETE_RECORDS, 0, 1, error_body=_error_body)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    replicas = ctx.broker.replicas
+    topics = []
+    for t in request.body["topics"]:
+        parts = []
+        for p in t["partitions"]:
+            out = {"partition_index": p["partition_index"], "low_watermark": -1, "error_code": 0}
+            try:
+                part = replicas.get_or_raise(t["name"], p["partition_index"])
+                if not part.is_leader:
+                    raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                offset = p["offset"]
+                if offset == -1:
+                    offset = part.high_watermark
+                if offset < 0 or offset > part.high_watermark:
+                    raise KafkaError(
+                        ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} beyond the high watermark"
+                    )
+                out["low_watermark"] = part.log.delete_records(offset)  # type: ignore[attr-defined]
+            except KafkaError as e:
+                out["error_code"] = int(e.code)
+            parts.append(out)
+        topics.append({"name": t["name"], "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}

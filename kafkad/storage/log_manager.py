@@ -279,9 +279,8 @@ class LogManager:
         chosen = min(self._dirs, key=lambda d: counts[d])  # ties: first in log.dirs order
         path = Path(chosen) / f"{topic}-{partition}"
         path.mkdir(parents=True, exist_ok=True)
-        if topic_overrides:
-            write_topic_overrides(path, topic_overrides)
-            self._overrides[topic] = topic_overrides
+        if topic_overrides and not overrides:
+            write_topic_overrides(path, topic_overrides)  # inherited: this dir needs the file too
         plog = self._opener(
             OpenRequest(
                 path,
@@ -297,8 +296,8 @@ class LogManager:
         )
         self._logs[tp] = plog
         self._dir_of[tp] = chosen
-        if topic_overrides and overrides:
-            self._persist_overrides(topic, topic_overrides)  # other partitions of the topic follow
+        if overrides:
+            self._apply_overrides(topic, topic_overrides, config)  # the topic's other partitions follow
         return plog
 
     def delete_topic(self, topic: str) -> None:
@@ -345,19 +344,23 @@ class LogManager:
         """
         validate_topic_name(topic)
         config = self.default_log_config.with_overrides(overrides)
-        new = dict(overrides)
-        self._persist_overrides(topic, new)
-        if new:
-            self._overrides[topic] = new
+        self._apply_overrides(topic, dict(overrides), config)
+        return config
+
+    def _apply_overrides(self, topic: str, overrides: dict[str, str], config: LogConfig) -> None:
+        """Blocking: persist in every partition dir of the topic, then switch its logs to `config`.
+
+        A topic with no partition here keeps its overrides in memory only (cluster mode keeps them
+        in ZooKeeper anyway).
+        """
+        for p in self.partitions_of(topic):
+            write_topic_overrides(Path(self._dir_of[(topic, p)]) / f"{topic}-{p}", overrides)
+        if overrides:
+            self._overrides[topic] = overrides
         else:
             self._overrides.pop(topic, None)
         for p in self.partitions_of(topic):
             self._logs[(topic, p)].config = config
-        return config
-
-    def _persist_overrides(self, topic: str, overrides: Mapping[str, str]) -> None:
-        for p in self.partitions_of(topic):
-            write_topic_overrides(Path(self._dir_of[(topic, p)]) / f"{topic}-{p}", overrides)
 
     # ---- writes ---------------------------------------------------------------------------------
 
@@ -405,6 +408,7 @@ class LogManager:
         """Loop-safe (statvfs per log dir): enforce the broker-wide disk budget, block or unblock writes."""
         cfg = self.config
         if cfg.log_dirs_max_bytes < 0 and cfg.log_dirs_min_free_percent <= 0:
+            self.budget.unblock()
             return BudgetPlan((), (), 0)
         used: dict[str, int] = dict.fromkeys(self._dirs, 0)
         for tp, plog in list(self._logs.items()):

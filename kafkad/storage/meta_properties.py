@@ -16,12 +16,13 @@ Rules, as Kafka's `BrokerMetadataCheckpoint`/`MetaPropertiesEnsemble`:
 from __future__ import annotations
 
 import base64
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from kafkad.storage.checkpoints import write_atomic
 
 META_PROPERTIES = "meta.properties"
 RESERVED_BROKER_MAX_ID = 1000
@@ -96,18 +97,8 @@ def _unescape(s: str) -> str:
 
 
 def write_text_atomically(path: Path, text: str) -> None:
-    """Blocking: write `<path>.tmp`, fsync it, rename over `path`, fsync the directory."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    """Blocking: temp file -> fsync -> rename -> fsync of the directory (checkpoints.write_atomic)."""
+    write_atomic(path, text.encode("utf-8"))
 
 
 def read_meta_properties(log_dir: Path) -> MetaProperties | None:

@@ -194,3 +194,11 @@ def test_flush_pass_by_messages_and_time(tmp_path: Path) -> None:
     lm.flush_logs(due)
     assert [p.recovery_point for p in due] == [p.log_end_offset for p in due]
     assert lm.flush_pass(clock.time_ms()) == []
+
+
+def test_create_with_overrides_updates_the_topics_other_partitions(tmp_path: Path) -> None:
+    lm = make(tmp_path)
+    t0 = lm.create_partition("t", 0)
+    t1 = lm.create_partition("t", 1, {"retention.ms": "5000"})
+    assert t0.config.retention_ms == 5000 and t1.config.retention_ms == 5000
+    assert (tmp_path / "d1" / "t-0" / TOPIC_CONFIG_FILE).read_text().endswith("retention.ms=5000\n")

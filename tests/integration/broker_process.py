@@ -1,0 +1,163 @@
+"""BrokerProcess: a real `kafkad` process for integration tests (shared by every integration module).
+
+Starts `python -m kafkad.daemon.main` with a generated server.properties in a tmp dir, on 127.0.0.1 and a
+free port that stays the same across restarts (clients keep their bootstrap). Startup waits for the
+"started" log line and a TCP connect; a process that dies or stays silent fails the test loudly with its
+log. stdout/stderr go to `<dir>/kafkad.log` (appended across restarts).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class BrokerStartError(AssertionError):
+    pass
+
+
+class BrokerProcess:
+    def __init__(
+        self,
+        base_dir: Path,
+        overrides: Mapping[str, str] | None = None,
+        *,
+        port: int | None = None,
+        startup_timeout_s: float = 30.0,
+    ) -> None:
+        self.dir = Path(base_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir = self.dir / "data"
+        self.config_path = self.dir / "server.properties"
+        self.log_path = self.dir / "kafkad.log"
+        self.port = port or free_port()
+        self.overrides: dict[str, str] = dict(overrides or {})
+        self.startup_timeout_s = startup_timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log_offset = 0
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _write_config(self) -> None:
+        lines = [
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            f"log.dirs={self.data_dir}",
+            "num.partitions=1",
+            "log.flush.offset.checkpoint.interval.ms=5000",
+        ]
+        lines += [f"{k}={v}" for k, v in self.overrides.items()]
+        self.config_path.write_text("\n".join(lines) + "\n")
+
+    def start(self, overrides: Mapping[str, str] | None = None) -> int:
+        """Start (or restart after stop/kill9) and wait until it serves; returns the port."""
+        if self.running:
+            raise RuntimeError("broker already running")
+        if overrides:
+            self.overrides.update(overrides)
+        self._write_config()
+        with open(self.log_path, "ab") as log:
+            self._log_offset = log.tell()
+            log.write(f"--- start {time.strftime('%H:%M:%S')} ---\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kafkad.daemon.main", "--config", str(self.config_path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.dir,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        self._wait_ready()
+        return self.port
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        assert self.proc is not None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BrokerStartError(
+                    f"kafkad exited with {self.proc.returncode} during startup; log:\n{self.log_text()}"
+                )
+            if " started: " in self.log_text() and self._connectable():
+                return
+            time.sleep(0.05)
+        self.kill9()
+        raise BrokerStartError(
+            f"kafkad did not start within {self.startup_timeout_s}s; log:\n{self.log_text()}"
+        )
+
+    def _connectable(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 30.0) -> int:
+        """Send `sig` and wait for the exit; returns the exit code (fails loudly if it hangs)."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(
+                    f"kafkad did not exit within {timeout_s}s of {sig}; log:\n{self.log_text()}"
+                ) from None
+        code = self.proc.returncode
+        self.proc = None
+        return code
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self, overrides: Mapping[str, str] | None = None) -> int:
+        self.stop()
+        return self.start(overrides)
+
+    # --- logs ------------------------------------------------------------------------------------
+    def log_text(self, since_start: bool = True) -> str:
+        try:
+            data = self.log_path.read_bytes()
+        except FileNotFoundError:
+            return ""
+        return data[self._log_offset if since_start else 0 :].decode("utf-8", "replace")
+
+    def __enter__(self) -> BrokerProcess:
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.running:
+            try:
+                self.stop()
+            except AssertionError:
+                self.kill9()

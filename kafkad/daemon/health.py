@@ -8,6 +8,10 @@ scrape/health check, which is what an operator wants to see. A scrape costs a fe
 
 /healthz answers 200 "ok" while `healthy()` returns True (the broker serves: listeners bound, logs
 loaded, registered), else 503 "unavailable". Anything else is 404; non-GET/HEAD methods get 405.
+
+`OpsRuntime` bundles what the daemon starts once for operations: the sd_notify `Notifier` and its
+watchdog task, `BrokerMetrics` with its loop-lag monitor, and this endpoint, with the readiness gate
+(/healthz is 503 until `ready()` and again from `stopping()`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from urllib.parse import urlsplit
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from kafkad.daemon.metrics import BrokerMetrics
+from kafkad.daemon.sdnotify import Notifier, start_watchdog
 
 log = logging.getLogger(__name__)
 
@@ -121,3 +126,64 @@ async def start_ops_server(
     server = OpsHttpServer(metrics, healthy, listeners)
     await server.start()
     return server
+
+
+class OpsRuntime:
+    """sd_notify + watchdog, metrics + loop lag, /metrics + /healthz: one object for main.py.
+
+    Lifecycle: `await start()` first thing on the loop (watchdog pings cover a long log recovery),
+    `ready(status)` once listeners are bound, `stopping()` when shutdown begins, `await close()` last.
+    `healthy` is the broker's own opinion (e.g. registered in ZooKeeper, log dirs writable); /healthz
+    is 200 only between ready() and stopping() AND while it returns True.
+    """
+
+    def __init__(
+        self,
+        metrics_listeners: Iterable[str],
+        *,
+        healthy: Callable[[], bool] = lambda: True,
+        notifier: Notifier | None = None,
+        metrics: BrokerMetrics | None = None,
+        loop_lag_interval: float = 0.5,
+    ) -> None:
+        self.notifier = Notifier() if notifier is None else notifier
+        self.metrics = BrokerMetrics() if metrics is None else metrics
+        self._healthy = healthy
+        self._listeners = tuple(metrics_listeners)
+        self._loop_lag_interval = loop_lag_interval
+        self._ready = False
+        self._stopping = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self.http: OpsHttpServer | None = None
+
+    def is_healthy(self) -> bool:
+        return self._ready and not self._stopping and self._healthy()
+
+    async def start(self) -> None:
+        watchdog = start_watchdog(self.notifier)
+        if watchdog is not None:
+            self._tasks.append(watchdog)
+        self._tasks.append(self.metrics.start_loop_lag_monitor(self._loop_lag_interval))
+        if self._listeners:
+            self.http = await start_ops_server(self.metrics, self.is_healthy, self._listeners)
+
+    def status(self, text: str) -> None:
+        self.notifier.status(text)
+
+    def ready(self, status: str | None = None) -> None:
+        self._ready = True
+        self.notifier.ready(status)
+
+    def stopping(self, status: str | None = "flushing logs") -> None:
+        self._stopping = True
+        self.notifier.stopping(status)
+
+    async def close(self) -> None:
+        if self.http is not None:
+            await self.http.close()
+            self.http = None
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        self.notifier.close()

@@ -27,6 +27,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from kafkad.protocol import ApiKey
+
 log = logging.getLogger(__name__)
 
 # Milliseconds, like Kafka's RequestMetrics TotalTimeMs; long-poll fetches end near fetch.max.wait.ms.
@@ -110,6 +112,7 @@ class BrokerMetrics:
         self._requests_c: dict[str, Counter] = {}
         self._total_time_c: dict[str, Histogram] = {}
         self._errors_c: dict[tuple[str, str], Counter] = {}
+        self._api_names: dict[int, str] = {}
         self._state = _BrokerStateCollector(process=process)
         r.register(self._state)
 
@@ -138,6 +141,13 @@ class BrokerMetrics:
             self._requests_c[api_name] = self._requests.labels(api_name)
         h.observe(seconds * 1000.0)
         self._requests_c[api_name].inc()
+
+    def record_api(self, api_key: int, seconds: float) -> None:
+        """Like `record_request`, keyed by the wire api key: the dispatcher's one-liner."""
+        name = self._api_names.get(api_key)
+        if name is None:
+            name = self._api_names[api_key] = api_label(api_key)
+        self.record_request(name, seconds)
 
     def record_error(self, api_name: str, error: str) -> None:
         """An error code (its Kafka name, e.g. "NOT_LEADER_OR_FOLLOWER") returned by `api_name`."""
@@ -208,6 +218,14 @@ class BrokerMetrics:
         """Start measuring event loop lag on the running loop; cancel the task at shutdown."""
         monitor = LoopLagMonitor(self.loop_lag, self.loop_lag_last, interval)
         return asyncio.get_running_loop().create_task(monitor.run(), name="loop-lag")
+
+
+def api_label(api_key: int) -> str:
+    """Kafka's request name for the `request` label: 0 -> "Produce", 2 -> "ListOffsets"."""
+    try:
+        return "".join(part.capitalize() for part in ApiKey(api_key).name.split("_"))
+    except ValueError:
+        return f"Api{api_key}"
 
 
 class _BrokerStateCollector(Collector):

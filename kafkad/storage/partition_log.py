@@ -410,10 +410,10 @@ class PartitionLog:
             seg = segments[i]
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             max_position = seg.size
-            if next_base is None or limit < next_base:
-                header = seg.translate_offset(limit)
-                if header is not None:
-                    max_position = header.position
+            if limit < leo and (next_base is None or limit < next_base):
+                found = seg.locate(limit)
+                if found is not None:
+                    max_position = found[0]
             piece = seg.read(offset, max_bytes, max_position, min_one_batch)
             if piece is not None and piece.size > 0:
                 return ReadResult([piece], piece.size)

@@ -95,6 +95,29 @@ class LogSegment:
             position += header.size
         return None
 
+    def locate(self, offset: int) -> tuple[int, int] | None:
+        """(position, size) of the first batch whose last offset >= `offset`, or None.
+
+        The fetch path: unpacks 27 header bytes to a tuple instead of building a BatchHeader.
+        """
+        position = self.offset_index.lookup(offset)[1]
+        end = self.size
+        fd = self._fd
+        unpack = _PREFIX.unpack
+        while position < end:
+            raw = os.pread(fd, _PREFIX.size, position)
+            if len(raw) < _PREFIX.size:
+                break
+            base_offset, length, _, magic, _, _, last_delta = unpack(raw)
+            if magic != 2 or length < BATCH_OVERHEAD - 12:
+                raise KafkaError(
+                    ErrorCode.CORRUPT_MESSAGE, f"{self.log_path}: bad batch header at {position}"
+                )
+            if base_offset + last_delta >= offset:
+                return position, length + 12
+            position += length + 12
+        return None
+
     def read(
         self, start_offset: int, max_size: int, max_position: int, min_one_batch: bool
     ) -> FileSlice | None:
@@ -104,13 +127,13 @@ class LogSegment:
         Like Kafka the slice may end inside a batch (clients drop a partial last batch).
         None when no batch of this segment holds `start_offset` or later.
         """
-        header = self.translate_offset(start_offset)
-        if header is None:
+        found = self.locate(start_offset)
+        if found is None:
             return None
-        start = header.position
+        start, size = found
         if start >= max_position:
             return FileSlice(self._fd, start, 0)
-        limit = max(max_size, header.size) if min_one_batch else max_size
+        limit = max(max_size, size) if min_one_batch else max_size
         return FileSlice(self._fd, start, min(max_position - start, limit))
 
     def read_next_offset(self) -> int:
@@ -192,10 +215,10 @@ class LogSegment:
 
     def truncate_to(self, offset: int) -> int:
         """Remove batches with offsets >= `offset` (batch boundaries); returns bytes removed."""
-        header = self.translate_offset(offset)
-        if header is None:
+        found = self.locate(offset)
+        if found is None:
             return 0
-        position = header.position
+        position = found[0]
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         removed = self.size - position
@@ -314,3 +337,5 @@ class LogSegment:
 # The v2 header layout (records.batch parses the same): unpacked here directly so the header gets its
 # file position without a second object.
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
+_PREFIX = struct.Struct(">qiibIhi")

@@ -31,7 +31,7 @@ def test_offset_index_lookup_matches_plain_dict(
     tmp_path_factory: pytest.TempPathFactory, deltas: list[int], probes: list[int]
 ) -> None:
     path = tmp_path_factory.mktemp("idx") / "00000000000000001000.index"
-    index = OffsetIndex(path, BASE, 8 * 256)
+    index = OffsetIndex(path, BASE, 8 * 300)
     expected: dict[int, int] = {}
     offset, position = BASE, 0
     for d in deltas:
@@ -49,6 +49,13 @@ def test_offset_index_lookup_matches_plain_dict(
         cut = entries[len(entries) // 2][0]
         index.truncate_to(cut)
         assert [index.entry(i)[0] for i in range(index.entries)] == [k for k, _ in entries if k < cut]
+        entries = [(k, v) for k, v in entries if k < cut]
+        for extra in range(1, 70):  # append after truncation, across a summary stride
+            index.append(cut + extra, 10**6 + extra)
+            entries.append((cut + extra, 10**6 + extra))
+        for probe in probes:
+            floor = reference_floor(entries, BASE + probe)
+            assert index.lookup(BASE + probe) == (floor if floor else (BASE, 0))
     index.close()
 
 

@@ -1,0 +1,128 @@
+"""Storage micro-benchmarks (a script, not a pytest test).
+
+    .venv/bin/python tests/bench/bench_storage.py [--mib 256] [--runs 3]
+
+1. append of 16 KiB batches through PartitionLog.append vs a raw os.write of the same bytes (same run);
+2. random offset lookup: OffsetIndex.lookup over a 1 GiB segment's worth of entries (262144), and the
+   full PartitionLog.read path (index + header scan + FileSlice) on the benchmark log;
+3. recovery of an unflushed tail (open with recover=True from recovery point 0), reported as s/GiB;
+4. reopen after a clean stop.
+Prints min/median/max over the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kafkad.clock import SystemClock
+from kafkad.storage.log_config import LogConfig
+from kafkad.storage.offset_index import OffsetIndex
+from kafkad.storage.partition_log import PartitionLog
+
+BATCH = 16 * 1024
+
+
+def batch_of(size: int) -> bytearray:
+    builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
+    builder.append(0, timestamp=int(time.time() * 1000), key=None, value=b"v" * (size - 61 - 12), headers=[])
+    return bytearray(builder.build())
+
+
+def summary(name: str, values: list[float], unit: str) -> None:
+    print(
+        f"{name:<44} min {min(values):10.3f}  median {statistics.median(values):10.3f}  max {max(values):10.3f} {unit}"
+    )
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mib", type=int, default=256)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dir", default=None)
+    args = parser.parse_args()
+    total = args.mib << 20
+    root = Path(tempfile.mkdtemp(prefix="kafkad-bench-", dir=args.dir))
+    clock = SystemClock()
+    config = LogConfig()  # 1 GiB segments: the whole run lands in one segment
+    batch = batch_of(BATCH)
+    n = total // len(batch)
+    results: dict[str, list[float]] = {
+        k: [] for k in ("raw", "log", "over", "idx", "read", "recover", "reopen")
+    }
+    try:
+        for run in range(args.runs):
+            # 1. raw os.write baseline vs PartitionLog.append of the same bytes
+            raw_path = root / f"raw-{run}"
+            fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            view = memoryview(batch)
+            t_raw = timed(lambda fd=fd, view=view: [os.write(fd, view) for _ in range(n)])
+            os.close(fd)
+            raw_path.unlink()
+            log_dir = root / f"bench-{run}"
+            log = PartitionLog.open(log_dir, config, clock, recover=False)
+            now = clock.time_ms()
+            t_log = timed(
+                lambda log=log, view=view, now=now: [
+                    log.append(view, leader_epoch=0, now_ms=now) for _ in range(n)
+                ]
+            )
+            results["raw"].append(total / t_raw / 1e9)
+            results["log"].append(total / t_log / 1e9)
+            results["over"].append((t_log - t_raw) / n * 1e6)
+            # 2. lookups
+            index = OffsetIndex(root / f"{run}.index", 0, 10 << 20)
+            for i in range(1, 262145):
+                index.append(i * 4, i * 4096)
+            probes = [random.randrange(0, 262144 * 4) for _ in range(20000)]
+            t_idx = timed(lambda index=index, probes=probes: [index.lookup(p) for p in probes])
+            index.close()
+            results["idx"].append(t_idx / len(probes) * 1e6)
+            leo = log.log_end_offset
+            offsets = [random.randrange(0, leo) for _ in range(20000)]
+            t_read = timed(lambda log=log, offsets=offsets: [log.read(o, 1 << 20) for o in offsets])
+            results["read"].append(t_read / len(offsets) * 1e6)
+            # 3. recovery of the whole unflushed log (crash: never closed, recovery point 0)
+            for seg in log._segments:
+                seg.offset_index.fsync()
+            t_rec = timed(
+                lambda log_dir=log_dir: PartitionLog.open(log_dir, config, clock, recover=True).close()
+            )
+            results["recover"].append(t_rec * (1 << 30) / total)
+            # 4. reopen after the clean stop above
+            t_open = timed(
+                lambda log_dir=log_dir: PartitionLog.open(log_dir, config, clock, recover=False).close()
+            )
+            results["reopen"].append(t_open * 1000)
+            for seg in log._segments:
+                seg.close()
+            shutil.rmtree(log_dir)
+        print(f"{args.mib} MiB of {len(batch)}-byte batches ({n} appends), {args.runs} runs, dir {root}")
+        summary("raw os.write", results["raw"], "GB/s")
+        summary("PartitionLog.append", results["log"], "GB/s")
+        summary("append Python overhead per batch", results["over"], "us")
+        summary("OffsetIndex.lookup, 262144 entries (1 GiB)", results["idx"], "us")
+        summary("PartitionLog.read random offset", results["read"], "us")
+        summary("recovery (recover=True), scaled", results["recover"], "s/GiB")
+        summary("reopen after clean stop", results["reopen"], "ms")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -19,6 +19,7 @@ from tests.integration.test_groups_support import (
 )
 
 pytestmark = pytest.mark.integration
+KCAT_OPTS = ("-c", "20", "-f", "%p:%o\n", "-q")
 __all__ = ["group_broker"]
 
 
@@ -111,13 +112,8 @@ def test_committed_offsets_survive_clean_restart_and_kill9(
     row = next(line.split() for line in out.splitlines() if line.startswith("dg ") and " 0 " in line)
     assert row[:6] == ["dg", "dur", "0", "7", "10", "3"]
 
-    assert (
-        consumer_groups.main(
-            ["--bootstrap-server", b, "--reset-offsets", "--group", "dg", "--topic", "dur"]
-            + ["--to-earliest", "--execute"]
-        )
-        == 0
-    )
+    reset = ["--reset-offsets", "--group", "dg", "--topic", "dur", "--to-earliest", "--execute"]
+    assert consumer_groups.main(["--bootstrap-server", b, *reset]) == 0
     assert committed(b, "dg", "dur", 3) == [0, 0, 0]
     assert consumer_groups.main(["--bootstrap-server", b, "--delete", "--group", "dg"]) == 0
     capsys.readouterr()
@@ -129,8 +125,7 @@ def test_kcat_balanced_consumer(group_broker: GroupBroker) -> None:
     b = group_broker.bootstrap
     make_topic(b, "kc", 4, 5)
     out = subprocess.run(
-        ["kcat", "-b", b, "-G", "kcat-group", "-X", "auto.offset.reset=earliest"]
-        + ["-c", "20", "-f", "%p:%o\n", "-q", "kc"],
+        ["kcat", "-b", b, "-G", "kcat-group", "-X", "auto.offset.reset=earliest", *KCAT_OPTS, "kc"],
         capture_output=True,
         text=True,
         timeout=60,

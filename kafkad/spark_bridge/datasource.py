@@ -21,6 +21,7 @@ Call `register(spark)` once per session before reading.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -101,7 +102,7 @@ def plan_pieces(manifest: Manifest, landing_uri: str, split_bytes: int) -> list[
             manifest.size,
             manifest.crc32c,
         )
-        for start, end in zip(bounds, bounds[1:], strict=False)
+        for start, end in itertools.pairwise(bounds)
     ]
 
 
@@ -148,7 +149,7 @@ def _csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-class KafkadReader(DataSourceReader):  # type: ignore[misc]
+class KafkadReader(DataSourceReader):  # type: ignore[misc,unused-ignore]
     def __init__(self, options: dict[str, str]) -> None:
         self.landing_uri = options.get("path") or options.get("landing") or ""
         if not self.landing_uri:
@@ -181,7 +182,7 @@ class KafkadReader(DataSourceReader):  # type: ignore[misc]
         return read_piece(piece, self.selection, self.verify_crc)
 
 
-class KafkadDataSource(DataSource):  # type: ignore[misc]
+class KafkadDataSource(DataSource):  # type: ignore[misc,unused-ignore]
     """`spark.read.format("kafkad").load(landing_dir)` over segments shipped by kafkad's bridge."""
 
     @classmethod

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafkad.daemon.handlers import HandlerRegistry, HandlerSpec, RequestContext
@@ -40,9 +41,16 @@ class CloseConnection(Exception):
 
 
 class Dispatcher:
-    def __init__(self, broker: Broker, registry: HandlerRegistry) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        registry: HandlerRegistry,
+        *,
+        on_request: Callable[[int, float], None] | None = None,
+    ) -> None:
         self.broker = broker
         self.registry = registry
+        self._on_request = on_request
         api = registry.get(ApiKey.API_VERSIONS)
         self._api_versions_max = api.max_version if api else 0
 
@@ -76,6 +84,7 @@ class Dispatcher:
 
     async def _run(self, spec: HandlerSpec, ctx: RequestContext, request: Request) -> Outcome:
         body: Mapping[str, Any] | None
+        started = time.perf_counter()
         try:
             body = await spec.fn(ctx, request)
         except KafkaError as e:
@@ -89,6 +98,8 @@ class Dispatcher:
                 request.header.api_version,
             )
             body = spec.error_body(request, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if self._on_request is not None:
+            self._on_request(request.header.api_key, time.perf_counter() - started)
         if body is None:
             return None
         try:

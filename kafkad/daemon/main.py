@@ -61,13 +61,38 @@ async def _every(interval_ms: int, what: str, step: Callable[[], Awaitable[None]
             log.exception("periodic %s failed", what)
 
 
+async def _start_groups(broker: Broker) -> None:
+    """Load the group coordinator before listening, so the first group request does not pay for it."""
+    try:
+        from kafkad.daemon.groups.service import start_group_coordinator
+    except ImportError:
+        return
+    await start_group_coordinator(broker)
+
+
+def _stop_groups(broker: Broker) -> None:
+    try:
+        from kafkad.daemon.groups.service import stop_group_coordinator
+    except ImportError:
+        return
+    try:
+        stop_group_coordinator(broker)
+    except Exception:
+        log.exception("stopping the group coordinator failed")
+
+
 async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Event | None = None) -> int:
+    from kafkad.daemon.health import OpsRuntime
     from kafkad.storage.log_manager import LogManager
     from kafkad.storage.meta_properties import ensure_meta_properties
 
     clock = clock or SystemClock()
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
+    # First on the loop: sd_notify watchdog pings cover a long log recovery; /healthz is 503 until ready.
+    ops = OpsRuntime(config.metrics.listeners)
+    await ops.start()
+    ops.status("loading logs")
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:
             loop.add_signal_handler(sig, stop.set)
@@ -85,9 +110,23 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     producer_ids = ProducerIdManager(dirs, config.server.producer_id_block_size)
     await loop.run_in_executor(None, producer_ids.load)
     broker = Broker(config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id)
-    dispatcher = Dispatcher(broker, load_handlers())
-    server = Server(dispatcher, config.socket)
+    broker.services["metrics"] = ops.metrics
+    ops.metrics.bind(
+        partition_count=lambda: len(replicas.all_partitions()),
+        leader_count=lambda: sum(1 for p in replicas.all_partitions() if p.is_leader),
+        under_replicated=lambda: sum(1 for p in replicas.all_partitions() if len(p.isr) < len(p.replicas)),
+        log_dirs=dirs,
+    )
+    await _start_groups(broker)
+    dispatcher = Dispatcher(broker, load_handlers(), on_request=ops.metrics.record_api)
+    server = Server(
+        dispatcher,
+        config.socket,
+        on_open=ops.metrics.connection_opened,
+        on_close=ops.metrics.connection_closed,
+    )
     bound = await server.start(config.server.listeners)
+    ops.ready(f"serving {n} partitions")
     log.info(
         "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s",
         __version__,
@@ -127,6 +166,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
 
     await stop.wait()
     log.info("shutting down")
+    ops.stopping()
     broker.stopping = True
     server.stop_accepting()
     for p in replicas.all_partitions():
@@ -137,7 +177,9 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    _stop_groups(broker)
     await loop.run_in_executor(None, log_manager.shutdown)
+    await ops.close()
     log.info("shut down cleanly")
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Callable
 
 from kafkad.daemon.config import SocketConfig
 from kafkad.daemon.config_defs import ListenerSpec
@@ -19,7 +20,16 @@ log = logging.getLogger(__name__)
 
 
 class Server:
-    def __init__(self, dispatcher: Dispatcher, socket_config: SocketConfig) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        socket_config: SocketConfig,
+        *,
+        on_open: Callable[[], None] | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self._on_open = on_open
+        self._on_close = on_close
         self._dispatcher = dispatcher
         self._cfg = socket_config
         self._servers: list[asyncio.Server] = []
@@ -31,10 +41,17 @@ class Server:
             self._dispatcher,
             max_request_bytes=self._cfg.request_max_bytes,
             max_queued=self._cfg.queued_max_requests,
-            on_close=self.connections.discard,
+            on_close=self._closed,
         )
         self.connections.add(conn)
+        if self._on_open is not None:
+            self._on_open()
         return conn
+
+    def _closed(self, conn: KafkaConnection) -> None:
+        self.connections.discard(conn)
+        if self._on_close is not None:
+            self._on_close()
 
     async def start(self, listeners: tuple[ListenerSpec, ...]) -> list[tuple[str, int]]:
         loop = asyncio.get_running_loop()

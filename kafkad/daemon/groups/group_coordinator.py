@@ -17,7 +17,15 @@ from dataclasses import dataclass
 from kafkad.clock import Clock
 from kafkad.daemon.groups.config import GroupConfig
 from kafkad.daemon.groups.coordinator import MembershipCoordinator
-from kafkad.daemon.groups.group import Group, GroupState, GroupSummary, Member, Protocol
+from kafkad.daemon.groups.group import (
+    Group,
+    GroupState,
+    GroupSummary,
+    JoinResult,
+    Member,
+    Protocol,
+    SyncResult,
+)
 from kafkad.daemon.groups.records import OffsetValue
 from kafkad.daemon.groups.store import (
     GroupStore,
@@ -260,6 +268,7 @@ class GroupCoordinator(MembershipCoordinator):
         self._expiry_timer = self.scheduler.call_later(interval, tick)
 
     def stop(self) -> None:
+        """Cancel every timer and answer parked Join/Sync requests with NOT_COORDINATOR."""
         if self._expiry_timer is not None:
             self._expiry_timer.cancel()
             self._expiry_timer = None
@@ -267,6 +276,13 @@ class GroupCoordinator(MembershipCoordinator):
             for m in group.members.values():
                 if m.heartbeat_timer is not None:
                     m.heartbeat_timer.cancel()
+                # parked requests must not hold up the broker's drain: send them elsewhere
+                if m.join_callback is not None:
+                    callback, m.join_callback = m.join_callback, None
+                    callback(JoinResult(ErrorCode.NOT_COORDINATOR, m.member_id))
+                if m.sync_callback is not None:
+                    sync_callback, m.sync_callback = m.sync_callback, None
+                    sync_callback(SyncResult(ErrorCode.NOT_COORDINATOR))
             if group.join_timer is not None:
                 group.join_timer.cancel()
             for timer in group.pending_members.values():

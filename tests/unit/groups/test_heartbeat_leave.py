@@ -63,3 +63,12 @@ def test_leave_of_parked_joiner_answers_it() -> None:
     ra = h.join(a)
     h.coord.leave_group("g", [(a, None)])
     assert ra.j.error == E.UNKNOWN_MEMBER_ID
+
+
+def test_stop_answers_parked_requests_and_cancels_timers() -> None:
+    h = Harness()
+    a, _ = h.stable_group(2)
+    ra = h.join(a)
+    h.coord.stop()
+    assert ra.j.error == E.NOT_COORDINATOR
+    assert h.sched.pending() == 0

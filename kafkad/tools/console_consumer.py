@@ -169,6 +169,11 @@ class Consumer:
             check(r.error_code, f"ListOffsets {self.topic}-{p}")
             self.positions[p] = r.offset
 
+    def rewind(self, unconsumed: Sequence[tuple[int, Record, TimestampType]]) -> None:
+        """Move positions back to the first of these records per partition (they were fetched, not used)."""
+        for p, record, _ in unconsumed:
+            self.positions[p] = min(self.positions[p], record.offset)
+
     def poll(self, max_wait_ms: int | None = None) -> list[tuple[int, Record, TimestampType]]:
         """One round of fetches; the new records in offset order per partition."""
         by_leader: dict[int, list[int]] = {}
@@ -324,8 +329,9 @@ def consume(args: argparse.Namespace, out: IO[bytes], printed: list[int]) -> Non
                 records = consumer.poll(wait_ms)
                 if records:
                     last_record = time.monotonic()
-                for p, record, ts_type in records:
+                for i, (p, record, ts_type) in enumerate(records):
                     if limit is not None and printed[0] >= limit:
+                        consumer.rewind(records[i:])  # a group commits only what was printed
                         break
                     out.write(fmt.format(record, p, ts_type))
                     printed[0] += 1

@@ -159,3 +159,15 @@ def test_group_without_broker_support_is_a_clear_error(
     err = capsys.readouterr().err
     assert "does not support consumer groups (JoinGroup not advertised)" in err
     assert "Traceback" not in err
+
+
+def test_rewind_moves_positions_back_to_the_first_unprinted_record(broker: FakeBroker) -> None:
+    from kafkad.tools.client import KafkaClient
+
+    with KafkaClient(broker.bootstrap) as client:
+        consumer = cc.Consumer(client, "t")
+        consumer.seek([0, 1], -2)
+        records = consumer.poll(0)
+        assert consumer.positions == {0: 2, 1: 2}
+        consumer.rewind([x for x in records if x[1].offset >= 1])
+        assert consumer.positions == {0: 1, 1: 1}

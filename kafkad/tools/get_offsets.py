@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kafkad.protocol import ApiKey, ErrorCode
 from kafkad.tools._cli import bootstrap_of, parse_args, run, tool_parser
-from kafkad.tools.client import KafkaApiError, KafkaClient, ToolError, error_class_name
+from kafkad.tools.client import KafkaApiError, KafkaClient, ToolError
 
 LATEST = -1
 EARLIEST = -2
@@ -156,8 +156,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     return run(body, "Error occurred")
 
-
-__all__ = ["EARLIEST", "LATEST", "MAX_TIMESTAMP", "OffsetResult", "error_class_name", "list_offsets", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

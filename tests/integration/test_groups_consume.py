@@ -21,9 +21,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from tests.integration.broker_process import BrokerProcess
 from tests.integration.test_groups_support import (
     ROOT,
-    GroupBroker,
     group_assignment,
     group_broker,
     wait_for,
@@ -111,7 +111,7 @@ def assert_redelivery_only_after_last_commit(workers: list[Worker]) -> None:
 
 
 @pytest.fixture
-def workers(group_broker: GroupBroker, tmp_path: Path) -> Iterator[list[Worker]]:
+def workers(group_broker: BrokerProcess, tmp_path: Path) -> Iterator[list[Worker]]:
     started: list[Worker] = []
     yield started
     for w in started:
@@ -121,7 +121,7 @@ def workers(group_broker: GroupBroker, tmp_path: Path) -> Iterator[list[Worker]]
 
 
 def test_mixed_clients_share_partitions_and_survive_kill9(
-    group_broker: GroupBroker, workers: list[Worker], tmp_path: Path
+    group_broker: BrokerProcess, workers: list[Worker], tmp_path: Path
 ) -> None:
     bootstrap, topic, group = group_broker.bootstrap, "mixed", "mixed-group"
     admin = AdminClient({"bootstrap.servers": bootstrap})

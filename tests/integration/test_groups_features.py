@@ -11,8 +11,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from kafkad.tools import consumer_groups
+from tests.integration.broker_process import BrokerProcess
 from tests.integration.test_groups_support import (
-    GroupBroker,
     group_assignment,
     group_broker,
     wait_for,
@@ -70,7 +70,7 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> list[i
 
 
 def test_committed_offsets_survive_clean_restart_and_kill9(
-    group_broker: GroupBroker, capsys: pytest.CaptureFixture[str]
+    group_broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = group_broker.bootstrap
     make_topic(b, "dur", 3, 10)
@@ -121,7 +121,7 @@ def test_committed_offsets_survive_clean_restart_and_kill9(
     assert "dg" not in capsys.readouterr().out.split()
 
 
-def test_kcat_balanced_consumer(group_broker: GroupBroker) -> None:
+def test_kcat_balanced_consumer(group_broker: BrokerProcess) -> None:
     b = group_broker.bootstrap
     make_topic(b, "kc", 4, 5)
     out = subprocess.run(
@@ -136,7 +136,7 @@ def test_kcat_balanced_consumer(group_broker: GroupBroker) -> None:
     assert committed(b, "kcat-group", "kc", 4) == [5, 5, 5, 5]
 
 
-def test_cooperative_sticky_incremental_rebalance(group_broker: GroupBroker) -> None:
+def test_cooperative_sticky_incremental_rebalance(group_broker: BrokerProcess) -> None:
     b = group_broker.bootstrap
     make_topic(b, "coop", 6, 20)
     revoked: list[list[int]] = []
@@ -172,7 +172,7 @@ def test_cooperative_sticky_incremental_rebalance(group_broker: GroupBroker) -> 
 
 
 def test_static_member_restart_keeps_assignment_without_rebalance(
-    group_broker: GroupBroker,
+    group_broker: BrokerProcess,
 ) -> None:
     b = group_broker.bootstrap
     make_topic(b, "stat", 4, 5)
@@ -188,7 +188,9 @@ def test_static_member_restart_keeps_assignment_without_rebalance(
 
     def stable_two() -> bool:
         state, members = group_assignment(b, "stat-g")
-        return state == "Stable" and len(members) == 2 and all(len(v) == 2 for v in members.values())
+        split = len(members) == 2 and all(len(v) == 2 for v in members.values())
+        # and the member saw its assignment (librdkafka calls on_assign from a later poll)
+        return state == "Stable" and split and bool(assigned) and len(assigned[-1]) == 2
 
     poll_until([one, two], stable_two, 40, "two static members with 2 partitions each")
     _, members = group_assignment(b, "stat-g")

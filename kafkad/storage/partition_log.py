@@ -191,7 +191,8 @@ class PartitionLog:
                 self.stats.recovered_segments += 1
                 self.stats.recovered_bytes += seg.size + truncated
                 self.stats.truncated_bytes += truncated
-                first_recovered = base if first_recovered is None else first_recovered
+                if first_recovered is None:
+                    first_recovered = base
                 recovered.extend(headers)
                 if truncated and next_base is not None:
                     # Kafka: everything after a corrupt batch is unreachable; drop the later segments.
@@ -199,6 +200,9 @@ class PartitionLog:
                         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                             remove_quietly(d / f"{later:020d}{suffix}")
                     break
+            else:
+                # Only a recovered suffix of the log stands in for the headers on disk.
+                first_recovered, recovered = None, []
         if not self._segments:
             self._segments.append(self._new_segment(log_start_offset))
         self._bases = [s.base_offset for s in self._segments]
@@ -220,11 +224,19 @@ class PartitionLog:
                 self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-        self._load_producer_state()
+        self._load_producer_state(recovered if first_recovered is not None else None, first_recovered)
 
-    def _load_producer_state(self) -> None:
+    def _load_producer_state(
+        self, known: list[BatchHeader] | None = None, known_from: int | None = None
+    ) -> None:
+        """Newest snapshot, then replay batch headers up to the log end (`known`: headers from
+        `known_from` to the end, already read by recovery, spare a second pass over the files)."""
         replay_from = self.producer_state.load(self.log_start_offset, self.log_end_offset)
-        for header in self._headers_from(replay_from):
+        if known is not None and known_from is not None and known_from <= replay_from:
+            headers = [h for h in known if h.last_offset >= replay_from]
+        else:
+            headers = self._headers_from(replay_from)
+        for header in headers:
             self.producer_state.update(header, header.base_offset, header.max_timestamp)
             self.stats.replayed_batches += 1
 

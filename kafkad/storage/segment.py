@@ -248,7 +248,9 @@ class LogSegment:
         headers: list[BatchHeader] = []
         valid = 0
         if size:
-            with mmap.mmap(self._fd, size, access=mmap.ACCESS_READ) as mm:
+            # MAP_POPULATE: fault the whole file in at once instead of a page fault per 4 KiB.
+            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+            with mmap.mmap(self._fd, size, flags=flags, prot=mmap.PROT_READ) as mm:
                 view = memoryview(mm)
                 try:
                     headers, valid = scan_valid_prefix(view)

@@ -150,7 +150,8 @@ def _csv(value: str | None) -> list[str] | None:
 
 
 class KafkadReader(DataSourceReader):  # type: ignore[misc,unused-ignore]
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, given: dict[str, str]) -> None:
+        options = {k.lower(): v for k, v in given.items()}  # Spark option names are case-insensitive
         self.landing_uri = options.get("path") or options.get("landing") or ""
         if not self.landing_uri:
             raise ValueError("kafkad data source: load(<landing dir>) or option('landing', ...) is required")
@@ -160,12 +161,12 @@ class KafkadReader(DataSourceReader):  # type: ignore[misc,unused-ignore]
         self.selection = Selection(
             topics=set(topics) if topics else None,
             partitions={int(p) for p in parts} if parts else None,
-            min_offset=int(options.get("startingOffset", "0")),
-            max_offset=int(options["endingOffset"]) - 1 if "endingOffset" in options else _MAX_OFFSET,
+            min_offset=int(options.get("startingoffset", "0")),
+            max_offset=int(options["endingoffset"]) - 1 if "endingoffset" in options else _MAX_OFFSET,
             manifests=list(json.loads(manifests)) if manifests else None,
         )
-        self.split_bytes = int(options.get("splitBytes", str(DEFAULT_SPLIT_BYTES)))
-        self.verify_crc = options.get("verifyCrc", "true").lower() != "false"
+        self.split_bytes = int(options.get("splitbytes", str(DEFAULT_SPLIT_BYTES)))
+        self.verify_crc = options.get("verifycrc", "true").lower() != "false"
 
     def partitions(self) -> Sequence[InputPartition]:
         manifests = [

@@ -19,6 +19,7 @@ import collections
 import contextlib
 import logging
 import socket
+import time
 from typing import Any, cast
 
 from kafkad.daemon.dispatcher import CloseConnection, Dispatcher, Outcome
@@ -58,6 +59,7 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._closing = False
         self.requests = 0
+        self.last_active = time.monotonic()  # connections.max.idle.ms sweep (Server)
 
     # --- asyncio.Protocol ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -77,6 +79,7 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        self.last_active = time.monotonic()
         view = memoryview(data)
         try:
             while view:
@@ -173,6 +176,10 @@ class KafkaConnection(asyncio.Protocol):
     @property
     def pending(self) -> int:
         return len(self._slots)
+
+    def idle_since(self, now: float) -> float:
+        """Seconds without a received byte; 0 while requests are in flight (a long poll is not idle)."""
+        return 0.0 if self._slots else now - self.last_active
 
     # --- writer ----------------------------------------------------------------------------------
     async def _writer(self) -> None:

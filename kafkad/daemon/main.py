@@ -162,6 +162,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         loop.create_task(_every(st.retention_check_interval_ms, "retention", retention)),
         loop.create_task(_every(min(st.flush_scheduler_interval_ms, 1000), "flush", flush)),
         loop.create_task(_every(st.flush_offset_checkpoint_interval_ms, "checkpoint", checkpoint)),
+        loop.create_task(server.close_idle_forever()),
     ]
 
     await stop.wait()

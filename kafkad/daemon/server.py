@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import Callable
 
 from kafkad.daemon.config import SocketConfig
@@ -70,6 +71,21 @@ class Server:
         for host, port in self.bound:
             log.info("listening on %s:%d", host, port)
         return self.bound
+
+    async def close_idle_forever(self) -> None:
+        """connections.max.idle.ms: a sweep every quarter of the limit closes silent connections."""
+        limit_s = self._cfg.connections_max_idle_ms / 1000
+        if limit_s <= 0:
+            return
+        while True:
+            await asyncio.sleep(max(limit_s / 4, 0.05))
+            now = time.monotonic()
+            for c in list(self.connections):
+                if c.idle_since(now) > limit_s:
+                    log.info(
+                        "%s: idle for more than %d ms: closing", c.peer, self._cfg.connections_max_idle_ms
+                    )
+                    c.close()
 
     def stop_accepting(self) -> None:
         for s in self._servers:

@@ -4,6 +4,8 @@ import asyncio
 import struct
 from typing import Any, cast
 
+import pytest
+
 from kafkad.daemon.connection import KafkaConnection
 from kafkad.daemon.dispatcher import CloseConnection, Dispatcher
 
@@ -160,5 +162,18 @@ def test_connection_lost_cancels_pending() -> None:
         conn.connection_lost(None)
         await settle()
         assert conn.pending == 0
+
+    asyncio.run(go())
+
+
+def test_idle_since_ignores_in_flight_requests() -> None:
+    async def go() -> None:
+        conn, _t, d = make()
+        conn.data_received(frame(b"slow1"))
+        base = conn.last_active
+        assert conn.idle_since(base + 100) == 0.0  # a parked request (long poll) is not idleness
+        d.gates[b"slow1"].set_result(None)
+        await settle()
+        assert conn.idle_since(base + 100) == pytest.approx(100)
 
     asyncio.run(go())

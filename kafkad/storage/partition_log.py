@@ -35,10 +35,10 @@ from pathlib import Path
 
 from kafkad.clock import Clock
 from kafkad.protocol.errors import ErrorCode, KafkaError
-from kafkad.storage.checkpoints import remove_quietly
 from kafkad.storage.file_slice import FileSlice
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_config import LogConfig
+from kafkad.storage.log_loader import LogStats, load_segments
 from kafkad.storage.producer_state import ProducerStateManager
 from kafkad.storage.records import (
     BatchHeader,
@@ -46,7 +46,7 @@ from kafkad.storage.records import (
     set_log_append_time,
     validate_client_batches,
 )
-from kafkad.storage.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from kafkad.storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -85,16 +85,6 @@ class SegmentInfo:
     next_offset: int  # base of the following segment
     size_bytes: int
     largest_timestamp_ms: int  # max record timestamp (file mtime if none)
-
-
-@dataclass(slots=True)
-class LogStats:
-    """Counters for tests and metrics: what opening the log had to read."""
-
-    recovered_segments: int = 0
-    recovered_bytes: int = 0
-    truncated_bytes: int = 0
-    replayed_batches: int = 0
 
 
 _EMPTY = ReadResult([], 0)
@@ -160,55 +150,12 @@ class PartitionLog:
 
     def _load(self, *, recover: bool, recovery_point: int, log_start_offset: int) -> None:
         d = self.directory
-        for path in d.iterdir():
-            if path.name.endswith((DELETED_SUFFIX, ".tmp", ".cleaned", ".swap")):
-                remove_quietly(path)
-        bases = sorted(int(p.name[:20]) for p in d.glob("*" + LOG_SUFFIX) if p.name[:20].isdigit())
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):  # indexes without a log are leftovers
-            for p in d.glob("*" + suffix):
-                if p.name[:20].isdigit() and int(p.name[:20]) not in bases:
-                    remove_quietly(p)
-        recovered: list[BatchHeader] = []
-        first_recovered: int | None = None
-        for i, base in enumerate(bases):
-            has_index = (d / f"{base:020d}{INDEX_SUFFIX}").exists() and (
-                d / f"{base:020d}{TIME_INDEX_SUFFIX}"
-            ).exists()
-            seg = self._new_segment(base)
-            next_base = bases[i + 1] if i + 1 < len(bases) else None
-            must_recover = recover and (next_base is None or next_base > recovery_point)
-            if not must_recover and seg.size:
-                try:
-                    if not has_index:
-                        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{seg.log_path}: index missing")
-                    seg.sanity_check()
-                except KafkaError as exc:
-                    log.warning("%s: %s; rebuilding its indexes", seg.log_path, exc)
-                    must_recover = True
-            self._segments.append(seg)
-            if must_recover:
-                headers, truncated = seg.recover()
-                self.stats.recovered_segments += 1
-                self.stats.recovered_bytes += seg.size + truncated
-                self.stats.truncated_bytes += truncated
-                if first_recovered is None:
-                    first_recovered = base
-                recovered.extend(headers)
-                if truncated and next_base is not None:
-                    # Kafka: everything after a corrupt batch is unreachable; drop the later segments.
-                    for later in bases[i + 1 :]:
-                        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                            remove_quietly(d / f"{later:020d}{suffix}")
-                    break
-            else:
-                # Only a recovered suffix of the log stands in for the headers on disk.
-                first_recovered, recovered = None, []
-        if not self._segments:
-            self._segments.append(self._new_segment(log_start_offset))
+        loaded = load_segments(
+            d, recover=recover, recovery_point=recovery_point, new_segment=self._new_segment, stats=self.stats
+        )
+        self._segments = loaded.segments or [self._new_segment(log_start_offset)]
         self._bases = [s.base_offset for s in self._segments]
-        for seg in self._segments[:-1]:
-            if seg.offset_index.file_length > seg.offset_index.size_bytes:
-                seg.on_becoming_inactive()  # a recovered older segment: trim like a roll would
+        recovered, first_recovered = loaded.recovered, loaded.first_recovered
         active = self._segments[-1]
         active.resize_indexes(self.config.segment_index_bytes)
         self.log_end_offset = active.read_next_offset()
@@ -643,6 +590,19 @@ class PartitionLog:
                 seg.fsync()
         self.recovery_point = max(self.recovery_point, target)
         return self.recovery_point
+
+    def release(self) -> None:
+        """Blocking: close every fd without writing anything (the log was deleted / its dir renamed).
+
+        Segments pending deletion are closed too, whatever their delay: the whole log is going away.
+        """
+        for _, seg in self._pending_deletes:
+            seg.close()
+        self._pending_deletes = []
+        for seg in self._segments:
+            seg.close()
+        self._segments = []
+        self._bases = []
 
     def close(self) -> None:
         """Blocking: clean shutdown of this log: flush, producer snapshot at the log end, close files."""

@@ -102,8 +102,9 @@ def main() -> None:
             results["recover"].append((time.perf_counter() - t0) * (1 << 30) / total)
             # 4. reopen after the clean stop above
             t0 = time.perf_counter()
-            PartitionLog.open(log_dir, config, clock, recover=False).close()
+            reopened = PartitionLog.open(log_dir, config, clock, recover=False)
             results["reopen"].append((time.perf_counter() - t0) * 1000)
+            reopened.close()
             for seg in log._segments:
                 seg.close()
             shutil.rmtree(log_dir)

@@ -281,3 +281,17 @@ def test_replication_append_keeps_leader_offsets_and_epochs(tmp_path: Path) -> N
         follower.append(
             memoryview(bytearray(data)), leader_epoch=-1, now_ms=0, origin=AppendOrigin.REPLICATION
         )
+
+
+def test_release_closes_without_writing(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = open_log(tmp_path, clock, **SMALL)
+    fill(log, clock, 60)
+    log.high_watermark = log.log_end_offset
+    log.delete_oldest_segment()
+    fd = log.active_segment.fd
+    snapshots = sorted(log.directory.glob("*.snapshot"))
+    log.release()
+    assert sorted(log.directory.glob("*.snapshot")) == snapshots  # no snapshot at the log end
+    with pytest.raises(OSError):
+        os.fstat(fd)

@@ -588,7 +588,8 @@ class PartitionLog:
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             if seg.base_offset < target and (next_base is None or next_base > start):
                 seg.fsync()
-        self.recovery_point = max(self.recovery_point, target)
+        # Clamp: the loop may have truncated the log while this thread was fsyncing.
+        self.recovery_point = min(max(self.recovery_point, target), self.log_end_offset)
         return self.recovery_point
 
     def release(self) -> None:

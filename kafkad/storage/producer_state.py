@@ -233,6 +233,19 @@ class ProducerStateManager:
             del self.producers[pid]
         self.delete_snapshots(lambda offset: offset < log_start_offset)
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget producers idle longer than `expiration_ms` (producer.id.expiration.ms); their ids."""
+        expired = [
+            pid
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset < 0
+            and e.batches
+            and now_ms - e.batches[-1].timestamp >= expiration_ms
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return expired
+
     def delete_snapshots(self, predicate: Callable[[int], bool]) -> None:
         for offset, path in list_snapshots(self.directory):
             if predicate(offset):

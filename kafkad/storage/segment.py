@@ -150,16 +150,39 @@ class LogSegment:
         return next_offset
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
-        """(max timestamp, first offset) of the first batch at/after `start_offset` with a timestamp >=
-        `timestamp`. Batch granularity: for CreateTime batches with mixed timestamps this may return an
-        offset a few records before Kafka's (the client then skips them)."""
+        """(timestamp, offset) of the first record at/after `start_offset` with a timestamp >= `timestamp`
+        (Kafka's `findOffsetByTimestamp`). Records are walked only in the one matching batch, and only
+        if it is uncompressed CreateTime; otherwise the batch's (max timestamp, first offset) answers."""
         _, indexed_offset = self.time_index.lookup(timestamp)
         position = self.offset_index.lookup(max(indexed_offset, start_offset))[1]
         while position < self.size:
             header = self.header_at(position)
             if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
+                if header.compression == 0 and header.timestamp_type == 0:
+                    found = self._first_record_at_or_after(header, timestamp, start_offset)
+                    if found is not None:
+                        return found
                 return header.max_timestamp, max(header.base_offset, start_offset)
             position += header.size
+        return None
+
+    def _first_record_at_or_after(
+        self, header: BatchHeader, timestamp: int, start_offset: int
+    ) -> tuple[int, int] | None:
+        data = os.pread(self._fd, header.size, header.position)
+        pos = BATCH_OVERHEAD
+        try:
+            for _ in range(header.records_count):
+                length, pos = _varint(data, pos)
+                end = pos + length
+                ts_delta, p = _varint(data, pos + 1)  # skip the record attributes byte
+                offset_delta, _ = _varint(data, p)
+                ts, offset = header.base_timestamp + ts_delta, header.base_offset + offset_delta
+                if ts >= timestamp and offset >= start_offset:
+                    return ts, offset
+                pos = end
+        except IndexError:
+            pass  # malformed records: fall back to batch granularity
         return None
 
     def rolling_timestamp(self) -> int:
@@ -209,7 +232,8 @@ class LogSegment:
             self.offset_of_max_timestamp = offset_of_max_ts
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             self.offset_index.append(largest_offset, position)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            if self.max_timestamp >= 0:
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += size
 
@@ -334,6 +358,20 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size})"
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint/varlong at `pos` (record fields); returns (value, next position)."""
+    result = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise IndexError("varint too long")
 
 
 # The v2 header layout (records.batch parses the same): unpacked here directly so the header gets its

@@ -128,7 +128,8 @@ def test_read_follows_segments_and_lookup_by_timestamp(tmp_path: Path) -> None:
     start = clock.time_ms()
     batches = fill(log, clock, 100)
     assert read_all(log) == b"".join(_stamp(b, i * 3, 1) for i, b in enumerate(batches))
-    assert log.offset_for_timestamp(start + 505) == (start + 512, 153)  # batch 51: ts +510..+512
+    assert log.offset_for_timestamp(start + 505) == (start + 510, 153)  # batch 51: ts +510..+512
+    assert log.offset_for_timestamp(start + 511) == (start + 511, 154)  # a record inside the batch
     assert log.offset_for_timestamp(start + 10**6) is None
     assert log.offset_for_timestamp(-2) == (-1, 0)
     assert log.offset_for_timestamp(-1) == (-1, 300)
@@ -295,3 +296,12 @@ def test_release_closes_without_writing(tmp_path: Path) -> None:
     assert sorted(log.directory.glob("*.snapshot")) == snapshots  # no snapshot at the log end
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+def test_compressed_batch_stored_as_is_and_found_by_timestamp(tmp_path: Path) -> None:
+    log = open_log(tmp_path, ManualClock())
+    original = bytes(make_batch(4, ts=1000, value_size=200, compression=1))  # gzip
+    log.append(memoryview(bytearray(original)), leader_epoch=0, now_ms=1000)
+    stored = log.read(0, 1 << 20).slices[0].read()
+    assert stored[16:] == original[16:] and len(stored) < 4 * 200
+    assert log.offset_for_timestamp(1001) == (1003, 0)  # batch granularity inside compressed batches

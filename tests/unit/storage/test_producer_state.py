@@ -137,3 +137,13 @@ def test_delete_records_forgets_producers_below_log_start(tmp_path: Path) -> Non
     log.delete_records(2)
     assert log.producer_state.sequence_state(1) is None
     assert log.producer_state.sequence_state(2) == (0, 1)
+
+
+def test_idle_producers_expire(tmp_path: Path) -> None:
+    log = open_log(tmp_path, ManualClock())
+    batch = make_batch(1, ts=1000, producer_id=1, producer_epoch=0, base_sequence=0)
+    log.append(memoryview(batch), leader_epoch=0, now_ms=1000)
+    batch = make_batch(1, ts=5000, producer_id=2, producer_epoch=0, base_sequence=0)
+    log.append(memoryview(batch), leader_epoch=0, now_ms=5000)
+    assert log.producer_state.remove_expired(now_ms=9000, expiration_ms=5000) == [1]
+    assert log.producer_state.sequence_state(2) == (0, 0)

@@ -54,7 +54,10 @@ def test_read_and_translate(tmp_path: Path) -> None:
     assert seg.read(140, 100, seg.size, True) is None  # past the last batch
     assert seg.read(100, 10_000, 3 * size, True).size == 3 * size  # type: ignore[union-attr]
     assert seg.read_next_offset() == 140
-    assert seg.find_offset_by_timestamp(TS + 55, 0) == (TS + 61, 112)
+    assert seg.find_offset_by_timestamp(TS + 55, 0) == (TS + 60, 112)
+    assert seg.find_offset_by_timestamp(TS + 61, 0) == (TS + 61, 113)
+    assert seg.find_offset_by_timestamp(TS + 61, 114) == (TS + 70, 114)
+    assert seg.find_offset_by_timestamp(TS + 10**6, 0) is None
 
 
 def test_truncate_and_recover(tmp_path: Path) -> None:

@@ -279,7 +279,7 @@ class PartitionLog:
         else:
             first = self.log_end_offset
             last_offset = first + sum(h.last_offset_delta + 1 for h in headers) - 1
-        self._maybe_roll(len(records), first, last_offset, now_ms)
+        self._maybe_roll(len(records), first, last_offset, now_ms, max(h.max_timestamp for h in headers))
         # Stamp offsets (and LogAppendTime) in place; compute the append's max timestamp.
         log_append = not replica and cfg.log_append_time
         max_ts, offset_of_max_ts = -1, first
@@ -307,7 +307,7 @@ class PartitionLog:
         self.log_end_offset = last_offset + 1
         return AppendResult(first, last_offset, now_ms if log_append else -1, self.log_start_offset)
 
-    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now_ms: int) -> None:
+    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now_ms: int, max_ts: int) -> None:
         seg = self.active_segment
         if seg.size == 0:
             if seg.base_offset != first_offset and not seg.can_hold(last_offset):
@@ -316,7 +316,8 @@ class PartitionLog:
         cfg = self.config
         if (
             seg.size > cfg.segment_bytes - size
-            or now_ms - seg.rolling_timestamp() > cfg.segment_ms - self._jitter
+            or seg.time_waited_for_roll(now_ms, now_ms if cfg.log_append_time else max_ts)
+            > cfg.segment_ms - self._jitter
             or seg.offset_index.is_full
             or seg.time_index.is_full
             or not seg.can_hold(last_offset)

@@ -185,14 +185,15 @@ class LogSegment:
             pass  # malformed records: fall back to batch granularity
         return None
 
-    def rolling_timestamp(self) -> int:
-        """segment.ms measures from the first batch's max timestamp (Kafka), else the creation time."""
-        if self._rolling_ts is None:
-            if self.size == 0:
-                return self.created_ms
-            ts = self.header_at(0).max_timestamp
-            self._rolling_ts = ts if ts >= 0 else self.created_ms
-        return self._rolling_ts
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """Kafka's `timeWaitedForRoll`: the incoming batches' max timestamp minus the first batch's max
+        timestamp (so replayed old timestamps do not roll on every append); without record timestamps,
+        wall-clock time since the segment was created."""
+        if self._rolling_ts is None and self.size:
+            self._rolling_ts = self.header_at(0).max_timestamp
+        if self._rolling_ts is not None and self._rolling_ts >= 0:
+            return message_timestamp - self._rolling_ts
+        return now_ms - self.created_ms
 
     def largest_timestamp(self) -> int:
         """Retention age reference: max record timestamp, or the file mtime if there is none."""
@@ -221,7 +222,7 @@ class LogSegment:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.log_path}: {exc}") from exc
         self.size = position + len(records)
         if self._rolling_ts is None and position == 0:
-            self._rolling_ts = largest_ts if largest_ts >= 0 else self.created_ms
+            self._rolling_ts = largest_ts
         self._index(largest_offset, position, largest_ts, offset_of_max_ts, len(records))
 
     def _index(

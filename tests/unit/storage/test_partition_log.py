@@ -305,3 +305,14 @@ def test_compressed_batch_stored_as_is_and_found_by_timestamp(tmp_path: Path) ->
     stored = log.read(0, 1 << 20).slices[0].read()
     assert stored[16:] == original[16:] and len(stored) < 4 * 200
     assert log.offset_for_timestamp(1001) == (1003, 0)  # batch granularity inside compressed batches
+
+
+def test_segment_ms_measures_record_timestamps_like_kafka(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = open_log(tmp_path, clock, **{"segment.ms": "1000"})
+    old = clock.time_ms() - 30 * 86_400_000  # replaying month-old data must not roll on every append
+    for i in range(5):
+        log.append(memoryview(make_batch(1, ts=old + i * 100)), leader_epoch=0, now_ms=clock.time_ms())
+    assert log.segment_count == 1
+    log.append(memoryview(make_batch(1, ts=old + 1500)), leader_epoch=0, now_ms=clock.time_ms())
+    assert log.segment_count == 2

@@ -44,7 +44,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                     raise KafkaError(
                         ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} beyond the high watermark"
                     )
-                out["low_watermark"] = part.log.delete_records(offset)  # type: ignore[attr-defined]
+                out["low_watermark"] = part.log.delete_records(offset)
             except KafkaError as e:
                 out["error_code"] = int(e.code)
             parts.append(out)

@@ -60,7 +60,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 elif ts < 0:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"timestamp {ts} is not supported")
                 else:
-                    found = part.log.offset_for_timestamp(ts)  # type: ignore[attr-defined]
+                    found = part.log.offset_for_timestamp(ts)
                     if found is not None and found[1] < part.high_watermark:
                         out["timestamp"], out["offset"] = found
             except KafkaError as e:

@@ -26,7 +26,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                     raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
                 if 0 <= current < part.leader_epoch:
                     raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)
-                epoch, end = part.log.end_offset_for_epoch(p["leader_epoch"])  # type: ignore[attr-defined]
+                epoch, end = part.log.end_offset_for_epoch(p["leader_epoch"])
                 out["leader_epoch"], out["end_offset"] = epoch, end
             except KafkaError as e:
                 out["error_code"] = int(e.code)

@@ -29,6 +29,15 @@ class FakeLog:
         self.log_end_offset += len(records)
         return base, self.log_end_offset - 1
 
+    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
+        return None
+
+    def delete_records(self, before_offset: int) -> int:
+        return before_offset
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return epoch, self.log_end_offset
+
     def read(self, offset: int, max_bytes: int, **kwargs: Any) -> str:
         self.reads.append((offset, max_bytes, kwargs.get("max_offset")))
         return "slice"

@@ -59,6 +59,7 @@ class ShipperConfig:
     max_segment_age_ms: int = 3_600_000
     poll_interval_ms: int = 5_000
     backoff: Backoff = field(default_factory=Backoff)
+    copy_chunk_bytes: int = 1 << 20  # upper bound; a rate limit makes chunks smaller
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,7 @@ class Shipper:
         clock: Clock | None = None,
         sleep: Sleep | None = None,
         copy_hook: Callable[[ClosedSegment, int], None] | None = None,
+        on_shipped: Callable[[ShipResult], None] | None = None,
     ) -> None:
         self.config = config
         self._source = source
@@ -94,6 +96,7 @@ class Shipper:
         self._stop = threading.Event()
         self._sleep: Sleep = sleep or (lambda s: not self._stop.wait(s))
         self._copy_hook = copy_hook  # tests: called after each chunk with the bytes copied so far
+        self._on_shipped = on_shipped  # e.g. metrics; called from the worker thread
         self._patterns = [re.compile(p) for p in config.topics]
         self._lock = threading.Lock()
         self._shipped: dict[tuple[str, int], int] = read_offsets(self._checkpoint)
@@ -102,7 +105,7 @@ class Shipper:
         self._bucket = (
             TokenBucket(
                 config.rate_limit_bytes_per_sec,
-                chunk_size_for(config.rate_limit_bytes_per_sec),
+                chunk_size_for(config.rate_limit_bytes_per_sec, config.copy_chunk_bytes),
                 self._clock,
                 self._sleep,
             )
@@ -229,7 +232,10 @@ class Shipper:
                 manifest.record_count,
                 manifest.size,
             )
-        return ShipResult(seg, manifest, copied)
+        result = ShipResult(seg, manifest, copied)
+        if self._on_shipped is not None:
+            self._on_shipped(result)
+        return result
 
     def _landed_manifest(self, seg: ClosedSegment, data: mmap.mmap | bytes) -> Manifest | None:
         """The manifest already in the landing area for exactly these bytes (a restart after landing)."""
@@ -245,7 +251,7 @@ class Shipper:
         return existing
 
     def _copy(self, seg: ClosedSegment, data: mmap.mmap | bytes) -> Manifest:
-        chunk = chunk_size_for(self.config.rate_limit_bytes_per_sec)
+        chunk = chunk_size_for(self.config.rate_limit_bytes_per_sec, self.config.copy_chunk_bytes)
         writer = self._landing.open_writer(log_name(seg.topic, seg.partition, seg.base_offset))
         crc = 0
         try:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from kafkad.spark_bridge.landing import FilesystemLanding, LandingWriter
 from kafkad.spark_bridge.manifest import Manifest
 from kafkad.spark_bridge.rate_limit import Backoff
 from kafkad.spark_bridge.segment_source import ClosedSegment, DirectorySegmentSource
-from kafkad.spark_bridge.shipper import CHECKPOINT_FILE, Shipper, ShipperConfig
+from kafkad.spark_bridge.shipper import CHECKPOINT_FILE, Shipper, ShipperConfig, ShipResult
 from kafkad.storage.records import Compression, iter_batches
 from tests.unit.spark_bridge.factory import BASE_TS, write_partition
 
@@ -204,3 +205,29 @@ def test_vanished_segment_is_skipped(tmp_path: Path) -> None:
     os.unlink(segs[0].path)
     result = sh._ship_with_retry(segs[0])
     assert result.manifest is None and sh.is_shipped("orders", 0, 0)
+
+
+def test_worker_thread_ships_and_stops(tmp_path: Path) -> None:
+    logs, landing = _setup(tmp_path)
+    done = threading.Event()
+    shipped: list[int] = []
+
+    def on_shipped(r: ShipResult) -> None:
+        shipped.append(r.segment.base_offset)
+        if len(shipped) == 6:
+            done.set()
+
+    sh = Shipper(
+        ShipperConfig(poll_interval_ms=10),
+        DirectorySegmentSource([logs]),
+        FilesystemLanding(landing),
+        logs / CHECKPOINT_FILE,
+        on_shipped=on_shipped,
+    )
+    sh.start()
+    try:
+        assert done.wait(30)
+    finally:
+        sh.close()
+    assert sh._thread is not None and not sh._thread.is_alive()
+    assert sh.segments_shipped == 6 and len(_visible(landing)) == 12

@@ -29,16 +29,23 @@ import bisect
 import itertools
 import logging
 import random
-from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from kafkad.clock import Clock
 from kafkad.protocol.errors import ErrorCode, KafkaError
-from kafkad.storage.file_slice import FileSlice
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_config import LogConfig
 from kafkad.storage.log_loader import LogStats, load_segments
+from kafkad.storage.log_types import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    AppendOrigin,
+    AppendResult,
+    ReadResult,
+    SegmentInfo,
+)
 from kafkad.storage.producer_state import ProducerStateManager
 from kafkad.storage.records import (
     BatchHeader,
@@ -50,42 +57,18 @@ from kafkad.storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL_TIMESTAMP = -4
-
-
-class AppendOrigin(Enum):
-    CLIENT = "client"  # producers: offsets assigned here, sequences validated
-    REPLICATION = "replication"  # follower fetch: offsets and epochs come from the leader
-    COORDINATOR = "coordinator"  # internal topics written by the broker itself
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    base_offset: int
-    last_offset: int
-    log_append_time_ms: int  # -1 for CreateTime
-    log_start_offset: int
-    duplicate: bool = False  # an idempotent retry: nothing appended, original offsets returned
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    slices: list[FileSlice]
-    size: int
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentInfo:
-    """A closed segment as retention and the broker-wide disk budget see it."""
-
-    base_offset: int
-    next_offset: int  # base of the following segment
-    size_bytes: int
-    largest_timestamp_ms: int  # max record timestamp (file mtime if none)
-
+__all__ = [
+    "EARLIEST_LOCAL_TIMESTAMP",
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "AppendOrigin",
+    "AppendResult",
+    "LogStats",
+    "PartitionLog",
+    "ReadResult",
+    "SegmentInfo",
+]
 
 _EMPTY = ReadResult([], 0)
 

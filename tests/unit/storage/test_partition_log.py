@@ -316,3 +316,28 @@ def test_segment_ms_measures_record_timestamps_like_kafka(tmp_path: Path) -> Non
     assert log.segment_count == 1
     log.append(memoryview(make_batch(1, ts=old + 1500)), leader_epoch=0, now_ms=clock.time_ms())
     assert log.segment_count == 2
+
+
+def test_roll_makes_a_flush_due_and_flush_advances_recovery_point(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = open_log(tmp_path, clock, **SMALL)
+    fill(log, clock, 10)
+    assert log.segment_count == 1 and not log.flush_due()
+    fill(log, clock, 40)
+    assert log.segment_count > 1 and log.flush_due()
+    assert log.flush(up_to=50) == 50 and log.recovery_point == 50
+    assert not log.flush_due()
+    clock.advance(10**6)
+    assert not log.flush_due()  # flush.ms defaults to Long.MAX: page cache only
+
+
+def test_crash_rebuilds_leader_epochs_from_batches(tmp_path: Path) -> None:
+    clock = ManualClock()
+    log = open_log(tmp_path, clock, **SMALL)
+    for epoch in (1, 1, 4, 4, 7):
+        log.append(memoryview(make_batch(2)), leader_epoch=epoch, now_ms=0)
+    (log.directory / "leader-epoch-checkpoint").write_text("0\n1\n1 0\n")  # an update that was lost
+    again = PartitionLog.open(log.directory, log.config, clock, recover=True)
+    assert again.leader_epoch_cache.entries == [(1, 0), (4, 4), (7, 8)]
+    assert again.end_offset_for_epoch(4) == (4, 8)
+    assert again.end_offset_for_epoch(7) == (7, 10)

@@ -104,6 +104,6 @@ def load_segments(
                     remove_quietly(directory / f"{later:020d}{suffix}")
             break
     for seg in out.segments[:-1]:
-        if seg.offset_index.file_length > seg.offset_index.size_bytes:
+        if any(ix.file_length > ix.size_bytes for ix in (seg.offset_index, seg.time_index)):
             seg.on_becoming_inactive()  # a recovered older segment: trim like a roll would
     return out

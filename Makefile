@@ -11,7 +11,7 @@ DEB_TEST_PACKAGES := kcat libsystemd-dev pkg-config systemd rpm iproute2 openjdk
 TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/packaging tests/spark
 
 .PHONY: install run test test-unit test-integration test-spark test-packaging deb-deps packages \
-        lint typecheck bench clean
+        lint typecheck bench docs clean
 
 # `make install`: the venv with kafkad and its development tools (no system packages needed).
 $(VENV)/.installed: pyproject.toml
@@ -69,6 +69,9 @@ typecheck: install
 bench: install
 	$(PIP) install -q -e '.[bench]'
 	$(PY) -m tests.bench.run $(if $(BENCH),--mode $(BENCH),)
+
+docs: install
+	$(PY) docs/update_reference.py README.md
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .hypothesis

@@ -59,6 +59,9 @@ class Broker:
     def advertised_host_port(self) -> tuple[str, int]:
         spec = self.advertised[0]
         host = spec.host
+        interfaces = self.services.get("interfaces")  # netlink.InterfaceAddresses: eth0 -> its address
+        if interfaces is not None:
+            host = interfaces.advertise(host)
         if host in ("", "0.0.0.0", "::"):
             import socket
 

@@ -23,6 +23,7 @@ from kafkad.daemon.config import BrokerConfig, ConfigError, load_config
 from kafkad.daemon.config_docs import check_config_lines, render_markdown
 from kafkad.daemon.dispatcher import Dispatcher
 from kafkad.daemon.handlers import load_handlers
+from kafkad.daemon.netlink import NetlinkWatcher
 from kafkad.daemon.producer_ids import ProducerIdManager
 from kafkad.daemon.server import Server
 from kafkad.replication.manager import ReplicaManager
@@ -81,6 +82,30 @@ def _stop_groups(broker: Broker) -> None:
         log.exception("stopping the group coordinator failed")
 
 
+async def _watch_interfaces(config: BrokerConfig, broker: Broker, server: Server) -> NetlinkWatcher | None:
+    """Listeners named by interface: resolve their addresses now; the returned watcher rebinds on change."""
+    from kafkad.daemon import netlink
+
+    names = netlink.interface_hosts(config.server.listeners + config.server.advertised_listeners)
+    if not names:
+        return None
+    loop = asyncio.get_running_loop()
+    addresses = netlink.InterfaceAddresses(await loop.run_in_executor(None, netlink.resolve_ipv4, names))
+    broker.services["interfaces"] = addresses
+    log.info("interface listeners: %s", ", ".join(f"{n}={addresses.get(n)}" for n in names))
+    rebinds: set[asyncio.Task[None]] = set()  # referenced until done, so none is collected mid-way
+
+    def on_dump(dump: netlink.AddressMap) -> None:
+        changed = addresses.update(dump)
+        if changed:
+            log.info("interface address changed: %s", ", ".join(f"{n}={a}" for n, a in changed.items()))
+            task = loop.create_task(server.rebind(changed))
+            rebinds.add(task)
+            task.add_done_callback(rebinds.discard)
+
+    return netlink.NetlinkWatcher(names, on_dump, loop)
+
+
 async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Event | None = None) -> int:
     from kafkad.daemon.health import OpsRuntime
     from kafkad.storage.log_manager import LogManager
@@ -125,7 +150,11 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         on_open=ops.metrics.connection_opened,
         on_close=ops.metrics.connection_closed,
     )
-    bound = await server.start(config.server.listeners)
+    watcher = await _watch_interfaces(config, broker, server)
+    interfaces = broker.services.get("interfaces")
+    bound = await server.start(config.server.listeners, interfaces.bind_host if interfaces else None)
+    if watcher is not None:
+        await loop.run_in_executor(None, watcher.start)
     ops.ready(f"serving {n} partitions")
     log.info(
         "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s",
@@ -178,6 +207,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    if watcher is not None:
+        await loop.run_in_executor(None, watcher.stop)
     _stop_groups(broker)
     await loop.run_in_executor(None, log_manager.shutdown)
     await ops.close()

@@ -2,6 +2,9 @@
 
 Shutdown order (main.py drives it): stop accepting, let in-flight requests finish (bounded), then close
 the remaining connections.
+
+A listener whose host names a network interface binds to that interface's address (`bind_host`, see
+netlink.py) and `rebind` moves it when the address changes; open connections are left alone.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from kafkad.daemon.config import SocketConfig
 from kafkad.daemon.config_defs import ListenerSpec
@@ -33,7 +36,10 @@ class Server:
         self._on_close = on_close
         self._dispatcher = dispatcher
         self._cfg = socket_config
-        self._servers: list[asyncio.Server] = []
+        self._servers: dict[ListenerSpec, list[asyncio.Server]] = {}
+        self._bind_host: Callable[[str], str | None] = lambda host: host
+        self._rebinding = asyncio.Lock()
+        self._accepting = True
         self.connections: set[KafkaConnection] = set()
         self.bound: list[tuple[str, int]] = []
 
@@ -54,23 +60,77 @@ class Server:
         if self._on_close is not None:
             self._on_close()
 
-    async def start(self, listeners: tuple[ListenerSpec, ...]) -> list[tuple[str, int]]:
-        loop = asyncio.get_running_loop()
+    async def start(
+        self,
+        listeners: tuple[ListenerSpec, ...],
+        bind_host: Callable[[str], str | None] | None = None,
+    ) -> list[tuple[str, int]]:
+        """Bind every listener; `bind_host` maps a configured host to the address to bind (None: skip)."""
+        if bind_host is not None:
+            self._bind_host = bind_host
         for spec in listeners:
-            server = await loop.create_server(
-                self._make, host=spec.host or None, port=spec.port, reuse_address=True, backlog=1024
-            )
-            for sock in server.sockets:
-                if self._cfg.send_buffer_bytes > 0:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._cfg.send_buffer_bytes)
-                if self._cfg.receive_buffer_bytes > 0:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._cfg.receive_buffer_bytes)
-                addr = sock.getsockname()
-                self.bound.append((str(addr[0]), int(addr[1])))
-            self._servers.append(server)
+            await self._bind(spec)
         for host, port in self.bound:
             log.info("listening on %s:%d", host, port)
         return self.bound
+
+    async def _bind(self, spec: ListenerSpec, port: int | None = None) -> None:
+        host = self._bind_host(spec.host)
+        if host is None:
+            self._servers[spec] = []
+            log.warning(
+                "listener %s://%s:%d: the interface has no IPv4 address yet", spec.name, spec.host, spec.port
+            )
+            return
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(
+            self._make,
+            host=host or None,
+            port=spec.port if port is None else port,
+            reuse_address=True,
+            backlog=1024,
+        )
+        for sock in server.sockets:
+            if self._cfg.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._cfg.send_buffer_bytes)
+            if self._cfg.receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._cfg.receive_buffer_bytes)
+        self._servers[spec] = [server]
+        self._refresh_bound()
+
+    def _refresh_bound(self) -> None:
+        self.bound = [
+            (str(sock.getsockname()[0]), int(sock.getsockname()[1]))
+            for servers in self._servers.values()
+            for server in servers
+            for sock in server.sockets
+        ]
+
+    async def rebind(self, hosts: Iterable[str]) -> None:
+        """Re-bind the listeners whose configured host is in `hosts` to where `bind_host` says now."""
+        names = set(hosts)
+        async with self._rebinding:  # one rebind at a time; each reads the newest address
+            for spec in [s for s in self._servers if s.host in names]:
+                if not self._accepting:
+                    return
+                old = self._servers.pop(spec, [])
+                # Keep an ephemeral (port 0) listener on the port it got, so clients can still find it.
+                port = (
+                    next((int(k.getsockname()[1]) for s in old for k in s.sockets), None)
+                    if spec.port == 0
+                    else None
+                )
+                for server in old:
+                    server.close()
+                self._refresh_bound()
+                try:
+                    await self._bind(spec, port)
+                except OSError as e:
+                    self._servers[spec] = []
+                    log.error("listener %s://%s:%d: cannot bind: %s", spec.name, spec.host, spec.port, e)
+                    continue
+                for host, p in self.bound:
+                    log.info("listening on %s:%d", host, p)
 
     async def close_idle_forever(self) -> None:
         """connections.max.idle.ms: a sweep every quarter of the limit closes silent connections."""
@@ -88,8 +148,10 @@ class Server:
                     c.close()
 
     def stop_accepting(self) -> None:
-        for s in self._servers:
-            s.close()
+        self._accepting = False
+        for servers in self._servers.values():
+            for s in servers:
+                s.close()
 
     async def drain(self, timeout_s: float) -> bool:
         """Wait until no connection has queued requests (True) or the timeout passes (False)."""

@@ -1,0 +1,160 @@
+"""DHCP-style renumbering: kafkad listening on `PLAINTEXT://<interface>:port` follows the new address live.
+
+The test builds its own network namespace and veth pair (unique names per run, addresses in a random
+10.213.N.0/24 that only this test assigns), runs kafkad inside the namespace with `ip netns exec`, reaches
+it from the host end of the veth, then swaps the inside address (ip addr del + add). Needs root.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.integration.clients import CLIENTS, check_roundtrip, make_records
+
+pytestmark = pytest.mark.system
+
+PORT = 9092  # the namespace is ours: any port is free in it
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+@dataclass(frozen=True, slots=True)
+class Netns:
+    name: str
+    host_if: str
+    inside_if: str
+    subnet: str  # "10.213.N"
+
+
+@pytest.fixture()
+def netns() -> Iterator[Netns]:
+    if os.geteuid() != 0:
+        pytest.fail("test_netns_renumber needs root (ip netns, veth)")
+    tag = uuid.uuid4().hex[:6]
+    ns = Netns(f"kafkad-t-{tag}", f"kdh{tag}", f"kdi{tag}", f"10.213.{random.randrange(256)}")
+    try:
+        _ip("netns", "add", ns.name)
+        _ip("link", "add", ns.host_if, "type", "veth", "peer", "name", ns.inside_if)
+        _ip("link", "set", ns.inside_if, "netns", ns.name)
+        _ip("addr", "add", f"{ns.subnet}.1/24", "dev", ns.host_if)
+        _ip("link", "set", ns.host_if, "up")
+        _ip("-n", ns.name, "link", "set", "lo", "up")
+        _ip("-n", ns.name, "addr", "add", f"{ns.subnet}.2/24", "dev", ns.inside_if)
+        _ip("-n", ns.name, "link", "set", ns.inside_if, "up")
+        yield ns
+    finally:
+        subprocess.run(["ip", "link", "del", ns.host_if], capture_output=True, timeout=30)
+        subprocess.run(["ip", "netns", "del", ns.name], capture_output=True, timeout=30)
+
+
+def _connectable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.3):
+            return True
+    except OSError:
+        return False
+
+
+def _wait(what: str, cond: object, timeout_s: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what} not within {timeout_s}s; kafkad log:\n{log.read_text()[-4000:]}")
+
+
+def _metadata_broker(bootstrap: str) -> tuple[str, int]:
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15)
+    (b,) = md.brokers.values()
+    return str(b.host), int(b.port)
+
+
+def test_listener_follows_interface_renumbering(netns: Netns, tmp_path: Path) -> None:
+    old, new = f"{netns.subnet}.2", f"{netns.subnet}.3"
+    cfg = tmp_path / "server.properties"
+    cfg.write_text(
+        f"listeners=PLAINTEXT://{netns.inside_if}:{PORT}\nlog.dirs={tmp_path / 'data'}\nnum.partitions=1\n"
+    )
+    log = tmp_path / "kafkad.log"
+    with open(log, "wb") as out:
+        # `ip netns exec` execs kafkad in place: proc.pid is the broker's pid.
+        proc = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                netns.name,
+                sys.executable,
+                "-m",
+                "kafkad.daemon.main",
+                "--config",
+                str(cfg),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        _wait("kafkad serving on the interface address", lambda: _connectable(old, PORT), 30, log)
+        assert f"interface listeners: {netns.inside_if}={old}" in log.read_text()
+        assert _metadata_broker(f"{old}:{PORT}") == (old, PORT)
+
+        confluent = CLIENTS["confluent"]
+        ts = int(time.time() * 1000) - 100_000
+        first = make_records(2_000, 1, ts)
+        confluent.create_topic(f"{old}:{PORT}", "renumber", 1)
+        confluent.produce(f"{old}:{PORT}", "renumber", first, "lz4")
+
+        # Renumber: the lease is lost, a new one arrives.
+        t0 = time.monotonic()
+        _ip("-n", netns.name, "addr", "del", f"{old}/24", "dev", netns.inside_if)
+        _ip("-n", netns.name, "addr", "add", f"{new}/24", "dev", netns.inside_if)
+        _wait("kafkad listening on the new address", lambda: _connectable(new, PORT), 10, log)
+        rebind_s = time.monotonic() - t0
+        print(f"renumber -> accepting on the new address in {rebind_s * 1000:.0f} ms")
+
+        assert proc.poll() is None, "kafkad exited"
+        text = log.read_text()
+        assert text.count(" started: ") == 1, "kafkad restarted instead of rebinding"
+        assert f"interface address changed: {netns.inside_if}={new}" in text
+        pids = subprocess.run(
+            ["ip", "netns", "pids", netns.name], capture_output=True, text=True, check=True
+        ).stdout.split()
+        assert str(proc.pid) in pids
+
+        # A fresh client bootstrapped at the new address is told the new address.
+        assert _metadata_broker(f"{new}:{PORT}") == (new, PORT)
+        second = make_records(2_000, 1, ts + 2_000)
+        confluent.produce(f"{new}:{PORT}", "renumber", second, "zstd")
+        got = confluent.consume(f"{new}:{PORT}", "renumber", 1, expect=4_000)
+        check_roundtrip(first + second, got)
+        assert [g.offset for g in got] == list(range(4_000))
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                code = proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise
+        else:
+            code = proc.returncode
+    assert code == 0, log.read_text()[-4000:]
+    assert "shut down cleanly" in log.read_text()

@@ -277,14 +277,13 @@ def run_ingest(
 
 
 def _session(master: str | None) -> Any:
-    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("kafkad-spark-ingest")
     if master:
         builder = builder.master(master)
-    elif not SparkConf().contains("spark.master"):  # not under spark-submit
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit, which sets the master
         builder = builder.master("local[*]")
     return builder.getOrCreate()
 

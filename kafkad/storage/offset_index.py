@@ -26,6 +26,7 @@ from socket import ntohl
 from kafkad.protocol.errors import ErrorCode, KafkaError
 
 _I32 = struct.Struct(">i")
+_ENTRY_PACK_INTO = struct.Struct(">ii").pack_into
 STRIDE = 64  # offset index: one in-memory key per 64 entries (4096 ints for a full 10 MiB index)
 
 
@@ -77,7 +78,7 @@ class MappedIndex:
 
     @property
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries
+        return self.entries >= self._length // self.ENTRY_SIZE
 
     @property
     def size_bytes(self) -> int:
@@ -211,16 +212,21 @@ class OffsetIndex(MappedIndex):
         return self.entry(self.entries - 1)[0] if self.entries else self.base_offset
 
     def append(self, offset: int, position: int) -> None:
-        rel = self._check_relative(offset)
-        if self.entries and rel <= self._rel_offset_at(self.entries - 1):
+        rel = offset - self.base_offset
+        if not 0 <= rel <= 0x7FFFFFFF:
+            self._check_relative(offset)  # raises
+        n = self.entries
+        v = self._u32
+        # Per append on the produce path: read the last relative offset through the uint32 view.
+        if n and v is not None and rel <= ntohl(v[(n - 1) << 1]):
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"index append of {offset} is not increasing")
-        if self.is_full:
+        if n >= self._length >> 3:
             raise IndexFullError(str(self.path))
         assert self._mm is not None
-        self._ENTRY.pack_into(self._mm, self.entries * 8, rel, position)
-        if self._summary is not None and self.entries % STRIDE == 0:
+        _ENTRY_PACK_INTO(self._mm, n << 3, rel, position)
+        if self._summary is not None and n % STRIDE == 0:
             self._summary.append(rel)
-        self.entries += 1
+        self.entries = n + 1
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= `offset`."""

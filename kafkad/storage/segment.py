@@ -29,7 +29,8 @@ from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.checkpoints import remove_quietly
 from kafkad.storage.file_slice import FileSlice
 from kafkad.storage.offset_index import OffsetIndex
-from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, read_header, scan_valid_prefix
+from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, scan_valid_prefix
+from kafkad.storage.records.batch import read_header_at
 from kafkad.storage.time_index import TimeIndex
 
 log = logging.getLogger(__name__)
@@ -76,13 +77,10 @@ class LogSegment:
 
     def header_at(self, position: int) -> BatchHeader:
         """The batch header at `position` (its `position` field is the file position)."""
-        raw = os.pread(self._fd, BATCH_OVERHEAD, position)
-        if len(raw) < BATCH_OVERHEAD:
-            read_header(raw)  # raises CORRUPT_MESSAGE (short)
-        fields = _HEADER.unpack(raw)
-        if fields[3] != 2 or fields[1] < BATCH_OVERHEAD - 12:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{self.log_path}: bad batch header at {position}")
-        return BatchHeader(position, *fields)
+        try:
+            return read_header_at(self._fd, position)
+        except KafkaError as exc:
+            raise KafkaError(exc.code, f"{self.log_path}: {exc.message}") from exc
 
     def translate_offset(self, offset: int, starting_position: int = 0) -> BatchHeader | None:
         """The first batch at or after `starting_position` whose last offset >= `offset`, or None."""
@@ -210,20 +208,22 @@ class LogSegment:
         self, largest_offset: int, largest_ts: int, offset_of_max_ts: int, records: memoryview
     ) -> None:
         """Append already-offset-stamped batches; maintain the sparse indexes."""
-        if not self.can_hold(largest_offset):
+        if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"offset {largest_offset} overflows segment")
         position = self.size
+        size = len(records)
+        fd = self._fd
         try:
-            view = records
-            while view:
-                view = view[os.write(self._fd, view) :]
+            written = os.write(fd, records)  # one syscall for the whole request's batches
+            while written < size:  # short write: retry the rest
+                written += os.write(fd, records[written:])
         except OSError as exc:
-            os.ftruncate(self._fd, position)  # never leave half a batch behind a failed write
+            os.ftruncate(fd, position)  # never leave half a batch behind a failed write
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.log_path}: {exc}") from exc
-        self.size = position + len(records)
+        self.size = position + size
         if self._rolling_ts is None and position == 0:
             self._rolling_ts = largest_ts
-        self._index(largest_offset, position, largest_ts, offset_of_max_ts, len(records))
+        self._index(largest_offset, position, largest_ts, offset_of_max_ts, size)
 
     def _index(
         self, largest_offset: int, position: int, largest_ts: int, offset_of_max_ts: int, size: int
@@ -375,8 +375,5 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
             raise IndexError("varint too long")
 
 
-# The v2 header layout (records.batch parses the same): unpacked here directly so the header gets its
-# file position without a second object.
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
 _PREFIX = struct.Struct(">qiibIhi")

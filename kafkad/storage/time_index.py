@@ -17,6 +17,7 @@ from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.offset_index import IndexFullError, MappedIndex
 
 _I64 = struct.Struct(">q")
+_ENTRY_UNPACK_FROM = struct.Struct(">qi").unpack_from
 
 
 class TimeIndex(MappedIndex):
@@ -46,12 +47,18 @@ class TimeIndex(MappedIndex):
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is newer than the last entry's."""
-        if self.entries:
-            last_ts, last_off = self.entry(self.entries - 1)
+        n = self.entries
+        if n:
+            # Called per index entry on the produce path: one unpack, no tuple of the absolute entry.
+            assert self._mm is not None
+            last_ts, last_rel = _ENTRY_UNPACK_FROM(self._mm, (n - 1) * 12)
             if timestamp <= last_ts:
                 return
-            if offset < last_off:
-                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"time index offset {offset} < {last_off}")
+            if offset < self.base_offset + last_rel:
+                raise KafkaError(
+                    ErrorCode.KAFKA_STORAGE_ERROR,
+                    f"time index offset {offset} < {self.base_offset + last_rel}",
+                )
         rel = self._check_relative(offset)
         if self.is_full:
             if skip_full_check:

@@ -16,9 +16,10 @@ INVALID_RECORD for other inconsistencies.
 
 from __future__ import annotations
 
+import os
 import struct
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -53,6 +54,8 @@ _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 assert HEADER_STRUCT.size == BATCH_OVERHEAD
+_unpack_header = HEADER_STRUCT.unpack
+_unpack_header_from = HEADER_STRUCT.unpack_from
 
 Buffer = bytes | bytearray | memoryview
 
@@ -77,9 +80,13 @@ def increment_sequence(sequence: int, increment: int) -> int:
     return sequence + increment
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """Every field of the 61-byte v2 header, plus `position`: where the batch starts in its buffer."""
+class BatchHeader(NamedTuple):
+    """Every field of the 61-byte v2 header, plus `position`: where the batch starts in its buffer.
+
+    An immutable NamedTuple rather than a frozen dataclass: it is built once per batch on the produce,
+    fetch-scan and recovery paths, and a frozen dataclass's __init__ (one object.__setattr__ per field)
+    cost ~5 us per 16 KiB batch, more than the CRC. Build one from a header tuple with `header_from`.
+    """
 
     position: int
     base_offset: int
@@ -137,6 +144,14 @@ class BatchHeader:
         return increment_sequence(self.base_sequence, self.last_offset_delta)
 
 
+_new_tuple = tuple.__new__
+
+
+def header_from(position: int, fields: tuple[int, ...]) -> BatchHeader:
+    """A BatchHeader from the 13 values HEADER_STRUCT unpacked at `position` (no checks)."""
+    return _new_tuple(BatchHeader, (position, *fields))
+
+
 def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     """Parse the header at `pos` without checking the CRC or the batch length.
 
@@ -152,7 +167,25 @@ def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
         raise KafkaError(
             ErrorCode.CORRUPT_MESSAGE, f"record batch at {pos} has magic {fields[3]}, expected 2"
         )
-    return BatchHeader(pos, *fields)
+    return _new_tuple(BatchHeader, (pos, *fields))
+
+
+def read_header_at(fd: int, position: int) -> BatchHeader:
+    """Blocking (one pread): the header of the batch at file `position` of `fd` (no CRC check).
+
+    Its `position` field is the file position. KafkaError(CORRUPT_MESSAGE) if the file ends within
+    the header, the magic is not 2 or batchLength is below the header's own size.
+    """
+    raw = os.pread(fd, BATCH_OVERHEAD, position)
+    if len(raw) < BATCH_OVERHEAD:
+        raise KafkaError(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"record batch at {position} is shorter than the {BATCH_OVERHEAD}-byte header",
+        )
+    fields = _unpack_header(raw)
+    if fields[3] != MAGIC or fields[1] < BATCH_OVERHEAD - LOG_OVERHEAD:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"bad record batch header at {position}")
+    return _new_tuple(BatchHeader, (position, *fields))
 
 
 def compute_crc(buf: Buffer, pos: int, size: int) -> int:
@@ -215,10 +248,32 @@ def validate_client_batches(buf: memoryview, *, allow_control: bool = False) -> 
         raise KafkaError(ErrorCode.INVALID_RECORD, "empty record set")
     headers: list[BatchHeader] = []
     pos = 0
+    unpack = _unpack_header_from
+    control = 0 if allow_control else CONTROL_FLAG
+    # Fast path: one combined test per batch; any failure re-checks the batch with _check_batch,
+    # which raises the precise error (so the order and wording of errors stay those of _check_batch).
     while pos < end:
-        header = _check_batch(buf, pos, allow_control=allow_control)
-        headers.append(header)
-        pos += header.batch_length + LOG_OVERHEAD
+        if end - pos < BATCH_OVERHEAD:
+            _check_batch(buf, pos, allow_control=allow_control)
+        fields = unpack(buf, pos)
+        _, batch_length, _, magic, crc, attributes, last_delta, _, _, _, _, _, count = fields
+        size = batch_length + LOG_OVERHEAD
+        codec = attributes & COMPRESSION_MASK
+        if (
+            magic != MAGIC
+            or size < BATCH_OVERHEAD
+            or size > end - pos
+            or count <= 0
+            or count != last_delta + 1
+            or codec > Compression.ZSTD
+            or (codec == 0 and count * MIN_RECORD_SIZE > size - BATCH_OVERHEAD)
+            or attributes & control
+            or crc32c(buf[pos + ATTRIBUTES_OFFSET : pos + size]) != crc
+        ):
+            _check_batch(buf, pos, allow_control=allow_control)
+            raise AssertionError("unreachable: _check_batch accepted a batch the fast path refused")
+        headers.append(_new_tuple(BatchHeader, (pos, *fields)))
+        pos += size
     return headers
 
 
@@ -235,6 +290,7 @@ def scan_valid_prefix(buf: Buffer) -> tuple[list[BatchHeader], int]:
     pos = 0
     last_offset = -1
     unpack = HEADER_STRUCT.unpack_from
+    new = _new_tuple
     while end - pos >= BATCH_OVERHEAD:
         fields = unpack(view, pos)
         base_offset, batch_length, _, magic, crc, _, last_offset_delta = fields[:7]
@@ -248,9 +304,8 @@ def scan_valid_prefix(buf: Buffer) -> tuple[list[BatchHeader], int]:
             or crc32c(view[pos + ATTRIBUTES_OFFSET : pos + size]) != crc
         ):
             break
-        header = BatchHeader(pos, *fields)
-        headers.append(header)
-        last_offset = header.last_offset
+        headers.append(new(BatchHeader, (pos, *fields)))
+        last_offset = base_offset + last_offset_delta
         pos += size
     return headers, pos
 

@@ -59,6 +59,7 @@ def _read_all(
     errors = False
     watched: list[Partition] = []
     responses = []
+    metrics = ctx.broker.services.get("metrics")
     for t in body.get("topics") or []:
         name = t["topic"]
         parts = []
@@ -97,6 +98,8 @@ def _read_all(
                 if follower:
                     part.update_follower_position(body["replica_id"], p["fetch_offset"])
             except KafkaError as e:
+                if metrics is not None:
+                    metrics.record_failed_fetch(name)
                 out = _partition_error(index, e.code)
                 out["high_watermark"] = part.high_watermark
                 out["log_start_offset"] = part.log_start_offset
@@ -132,4 +135,10 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         finally:
             for w in waiters:
                 w.cancel()
+    metrics = ctx.broker.services.get("metrics")
+    if metrics is not None:  # after the long poll, so a re-read is not counted twice
+        for t in responses:
+            for p in t["partitions"]:
+                if p["records"]:
+                    metrics.record_fetch(t["topic"], sum(s.size for s in p["records"]))
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}

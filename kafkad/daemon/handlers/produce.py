@@ -78,16 +78,27 @@ async def _append(
                 await asyncio.wait_for(part.wait_replicated(result.last_offset), timeout_ms / 1000)
             except TimeoutError:
                 raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "not replicated in time") from None
+        metrics = broker.services.get("metrics")
+        if metrics is not None:  # once per partition: bytes as received, records from the offset span
+            metrics.record_produce(topic, len(view), result.last_offset - result.base_offset + 1)
         out = _partition_response(index, ErrorCode.NONE)
         out["base_offset"] = result.base_offset
         out["log_append_time_ms"] = result.log_append_time_ms
         out["log_start_offset"] = result.log_start_offset
         return out
     except KafkaError as e:
+        _failed(broker, topic)
         return _partition_response(index, e.code, e.message or None)
     except OSError as e:
         log.error("produce to %s-%d failed: %s", topic, index, e)
+        _failed(broker, topic)
         return _partition_response(index, ErrorCode.KAFKA_STORAGE_ERROR, str(e))
+
+
+def _failed(broker: Any, topic: str) -> None:
+    metrics = broker.services.get("metrics")
+    if metrics is not None:
+        metrics.record_failed_produce(topic)
 
 
 @handler(ApiKey.PRODUCE, 0, 8, error_body=_error_body)

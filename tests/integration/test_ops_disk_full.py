@@ -1,0 +1,147 @@
+"""Disk budget on a real small filesystem: writes stop with KAFKA_STORAGE_ERROR before the disk is full.
+
+A 64 MiB tmpfs holds the log dir and a 40 MiB ballast file; `log.dirs.min.free.percent=20` means writes
+must stop once less than 12.8 MiB is free. The segment is never rolled (1 GiB segments), so the budget has
+no closed segment to delete and must block writes. Reads keep working; removing the ballast lets writes
+resume at the next budget pass. Everything acknowledged is read back byte for byte. Needs root (mount).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkad.protocol import ApiKey, ErrorCode
+from kafkad.storage.records import build_batch
+from kafkad.storage.records.builder import SimpleRecord
+from kafkad.tools.client import KafkaClient
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import CLIENTS
+
+pytestmark = pytest.mark.integration
+
+MiB = 1 << 20
+FS_BYTES = 64 * MiB
+BALLAST_BYTES = 40 * MiB
+MIN_FREE_PERCENT = 20
+RECORDS_PER_BATCH = 64
+VALUE_BYTES = 1024  # ~64 KiB per Produce: small steps, so little is written between two budget passes
+
+
+@pytest.fixture()
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.fail("test_ops_disk_full needs root to mount a tmpfs")
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={FS_BYTES}", "kafkad-test", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def _fill(path: Path, size: int) -> None:
+    chunk = b"\xa5" * MiB  # written, not truncated: tmpfs only charges pages that hold data
+    with open(path, "wb") as f:
+        for _ in range(size // MiB):
+            f.write(chunk)
+
+
+def _free(path: Path) -> int:
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def _produce(client: KafkaClient, topic: str, values: list[bytes]) -> tuple[ErrorCode, str | None]:
+    records = [SimpleRecord(key=None, value=v, timestamp=int(time.time() * 1000)) for v in values]
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 10_000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": build_batch(records)}]}],
+    }
+    resp = client.send(ApiKey.PRODUCE, body)
+    pr = resp["responses"][0]["partition_responses"][0]
+    return ErrorCode(pr["error_code"]), pr.get("error_message")
+
+
+def _values(start: int, n: int) -> list[bytes]:
+    return [f"{i:010d}".encode() + os.urandom(VALUE_BYTES - 10) for i in range(start, start + n)]
+
+
+def test_writes_stop_before_the_disk_is_full_and_resume(tmpfs: Path, tmp_path: Path) -> None:
+    ballast = tmpfs / "ballast.bin"
+    _fill(ballast, BALLAST_BYTES)
+    threshold = FS_BYTES * MIN_FREE_PERCENT // 100
+    broker = BrokerProcess(
+        tmp_path / "kafkad",
+        {
+            "log.dirs.min.free.percent": str(MIN_FREE_PERCENT),
+            "log.retention.check.interval.ms": "100",
+            "log.segment.bytes": str(1 << 30),
+        },
+    )
+    broker.data_dir = tmpfs / "data"
+    with broker:
+        CLIENTS["confluent"].create_topic(broker.bootstrap, "full", 1)
+        accepted: list[bytes] = []
+        with KafkaClient(broker.bootstrap) as client:
+            blocked: tuple[ErrorCode, str | None] | None = None
+            requests = 0
+            while requests < 1000:  # bounded: 1000 x 64 KiB is far more than the filesystem holds
+                requests += 1
+                batch = _values(len(accepted), RECORDS_PER_BATCH)
+                code, message = _produce(client, "full", batch)
+                if code is ErrorCode.NONE:
+                    accepted += batch
+                    continue
+                blocked = (code, message)
+                break
+            assert blocked is not None, "writes were never blocked"
+            free_at_block = _free(tmpfs)
+            print(
+                f"blocked after {len(accepted)} records ({len(accepted) * VALUE_BYTES / MiB:.1f} MiB) in "
+                f"{requests} requests; {free_at_block / MiB:.1f} MiB free (threshold {threshold / MiB:.1f} MiB)"
+            )
+            code, message = blocked
+            assert code is ErrorCode.KAFKA_STORAGE_ERROR, blocked
+            assert message and "disk budget" in message, message  # the budget, not ENOSPC
+            assert free_at_block > 2 * MiB, "the filesystem filled up before the budget stopped writes"
+            assert free_at_block < threshold + 8 * MiB
+            assert "blocking writes" in broker.log_text()
+            # Still blocked on a second try: nothing lands while over budget.
+            assert _produce(client, "full", _values(len(accepted), 1))[0] is ErrorCode.KAFKA_STORAGE_ERROR
+
+            # Reads keep working while writes are blocked, and return exactly what was acknowledged.
+            got = CLIENTS["confluent"].consume(broker.bootstrap, "full", 1, expect=len(accepted))
+            assert [g.value for g in got] == accepted
+            assert [g.offset for g in got] == list(range(len(accepted)))
+
+            # Free space: the next budget pass lets writes through again.
+            ballast.unlink()
+            deadline = time.monotonic() + 10
+            resumed = _values(len(accepted), RECORDS_PER_BATCH)
+            while True:
+                code, message = _produce(client, "full", resumed)
+                if code is ErrorCode.NONE:
+                    break
+                assert code is ErrorCode.KAFKA_STORAGE_ERROR, (code, message)
+                assert time.monotonic() < deadline, "writes did not resume after space was freed"
+                time.sleep(0.05)
+            accepted += resumed
+            assert "writes resume" in broker.log_text()
+
+        got = CLIENTS["confluent"].consume(broker.bootstrap, "full", 1, expect=len(accepted))
+        assert [g.value for g in got] == accepted
+        assert [g.offset for g in got] == list(range(len(accepted)))
+        # And after a clean restart (the log reopened from the tmpfs).
+        broker.restart()
+        got = CLIENTS["confluent"].consume(broker.bootstrap, "full", 1, expect=len(accepted))
+        assert [g.value for g in got] == accepted

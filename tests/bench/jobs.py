@@ -1,0 +1,188 @@
+"""Jobs the worker processes run (see workers.py): confluent-kafka producers and consumers.
+
+Each job gets the worker's pipe: it sets up, sends "ready", waits for "go", measures, returns a dict.
+Times are time.monotonic_ns (CLOCK_MONOTONIC is system-wide on Linux, so a timestamp written by the
+producer process can be subtracted in the consumer process).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import confluent_kafka as ck
+
+_STAMP = struct.Struct(">q")
+
+
+def _ready(conn: Connection) -> None:
+    conn.send("ready")
+    if conn.recv() != "go":
+        raise RuntimeError("expected go")
+
+
+def produce_throughput(
+    conn: Connection, bootstrap: str, topic: str, size: int, duration_s: float, config: dict[str, Any]
+) -> dict[str, Any]:
+    """Produce `size`-byte values as fast as the client allows for `duration_s`, then flush."""
+    errors = [0]
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors[0] += 1
+
+    p = ck.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "delivery.report.only.error": True,
+            "on_delivery": on_delivery,
+            "queue.buffering.max.messages": 1_000_000,
+            **config,
+        }
+    )
+    value = b"v" * size
+    p.produce(topic, value)  # connect + metadata before the clock starts
+    p.flush(30)
+    produce = p.produce
+    poll = p.poll
+    _ready(conn)
+    t0 = time.monotonic()
+    end = t0 + duration_s
+    n = 0
+    while time.monotonic() < end:
+        for _ in range(2000):
+            try:
+                produce(topic, value)
+            except BufferError:
+                poll(0.001)
+                produce(topic, value)
+        n += 2000
+        poll(0)
+    left = p.flush(60)
+    elapsed = time.monotonic() - t0
+    return {"records": n - left - errors[0], "bytes": (n - left - errors[0]) * size, "errors": errors[0], "s": elapsed}
+
+
+def produce_rate(
+    conn: Connection, bootstrap: str, topic: str, size: int, rate: int, duration_s: float, config: dict[str, Any]
+) -> dict[str, Any]:
+    """Produce at a fixed rate, each value stamped with monotonic_ns; returns ack latencies (ms)."""
+    acks: list[float] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is None:
+            acks.append(msg.latency() * 1000.0)
+
+    p = ck.Producer({"bootstrap.servers": bootstrap, "on_delivery": on_delivery, **config})
+    pad = b"p" * max(0, size - 8)
+    p.produce(topic, _STAMP.pack(0) + pad)
+    p.flush(30)
+    acks.clear()
+    _ready(conn)
+    t0 = time.monotonic_ns()
+    total = int(rate * duration_s)
+    sent = 0
+    while sent < total:
+        due = min(total, (time.monotonic_ns() - t0) * rate // 1_000_000_000 + 1)
+        while sent < due:
+            p.produce(topic, _STAMP.pack(time.monotonic_ns()) + pad)
+            sent += 1
+        p.poll(0.0002)
+    p.flush(30)
+    elapsed = (time.monotonic_ns() - t0) / 1e9
+    return {"sent": sent, "s": elapsed, "ack_ms": acks}
+
+
+def consume_latency(
+    conn: Connection, bootstrap: str, topic: str, expect: int, timeout_s: float, config: dict[str, Any]
+) -> dict[str, Any]:
+    """Read `expect` stamped records from the end of partition 0; returns end-to-end latencies (ms)."""
+    c = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"lat-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+            **config,
+        }
+    )
+    c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_END)])
+    c.poll(0.5)  # fetch starts; the producer's warm-up record may arrive and is skipped below
+    _ready(conn)
+    lat: list[float] = []
+    deadline = time.monotonic() + timeout_s
+    while len(lat) < expect and time.monotonic() < deadline:
+        for m in c.consume(1000, 0.1):
+            if m.error() is None:
+                stamp = _STAMP.unpack_from(m.value() or b"\0" * 8)[0]
+                if stamp:
+                    lat.append((time.monotonic_ns() - stamp) / 1e6)
+    c.close()
+    return {"e2e_ms": lat}
+
+
+def consume_all(conn: Connection, bootstrap: str, topic: str, end_offset: int, config: dict[str, Any]) -> dict[str, Any]:
+    """Catch up from offset 0 to `end_offset` with a confluent consumer; returns bytes and seconds."""
+    c = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"catchup-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            **config,
+        }
+    )
+    c.assign([ck.TopicPartition(topic, 0, 0)])
+    _ready(conn)
+    t0 = time.monotonic()
+    n = 0
+    nbytes = 0
+    last = -1
+    while last + 1 < end_offset and time.monotonic() - t0 < 600:
+        for m in c.consume(10000, 1.0):
+            if m.error() is None:
+                n += 1
+                nbytes += len(m.value() or b"")
+                last = m.offset()
+    elapsed = time.monotonic() - t0
+    c.close()
+    return {"records": n, "bytes": nbytes, "s": elapsed}
+
+
+def raw_small_requests(
+    conn: Connection, port: int, topic: str, connections: int, duration_s: float, record_size: int
+) -> dict[str, Any]:
+    """The raw 1-record-per-Produce client (raw_client.small_requests) in this worker's uvloop."""
+    import asyncio
+
+    import uvloop
+
+    from tests.bench.raw_client import small_requests
+
+    async def main() -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+
+        async def go() -> None:  # after connect + warm-up; blocks only a thread on the pipe
+            await loop.run_in_executor(None, _ready, conn)
+
+        r = await small_requests("127.0.0.1", port, topic, connections, duration_s, record_size, go)
+        return {"requests": r.requests, "s": r.seconds, "lat_us": r.latencies_us}
+
+    return uvloop.run(main())
+
+
+def raw_fetch(conn: Connection, port: int, topic: str, end_offset: int, max_bytes: int) -> dict[str, Any]:
+    from tests.bench.raw_client import fetch_all
+
+    _ready(conn)
+    nbytes, s = fetch_all("127.0.0.1", port, topic, end_offset, max_bytes)
+    return {"bytes": nbytes, "s": s}
+
+
+def raw_drain(conn: Connection, port: int) -> dict[str, Any]:
+    from tests.bench.raw_client import drain
+
+    _ready(conn)
+    nbytes, s = drain("127.0.0.1", port)
+    return {"bytes": nbytes, "s": s}

@@ -1,0 +1,107 @@
+"""`make bench`: kafkad's benchmark suite, every figure beside a baseline measured in the same run.
+
+Run: .venv/bin/python -m tests.bench.run [--mode quick|full] [--only produce,small,...] [--keep]
+quick takes a few minutes (3 runs each); full is longer (5 runs, bigger data, 50k msg/s latency).
+Prints a Markdown table (min / median / max per figure, ratios taken run by run, PASS/MISS beside each
+target) and writes bench/results/<mode>.json and PNG plots next to it. See docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from tests.bench import report, scenario_fetch, scenario_misc, scenario_produce
+from tests.bench.context import SETTINGS, Context, Mode
+from tests.bench.servers import start_broker, start_sink
+from tests.bench.workers import Pool
+
+log = logging.getLogger("bench")
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+
+# Order matters: idle memory first (fresh broker), recovery last (it stops the main broker to free RAM).
+SCENARIOS: dict[str, Callable[[Context], None]] = {
+    "memory": scenario_produce.memory_idle,
+    "produce": scenario_produce.produce_matrix,
+    "small": scenario_produce.small_requests,
+    "partitions": scenario_produce.partitions,
+    "latency": scenario_misc.latency,
+    "fetch": scenario_fetch.fetch,
+    "recovery": scenario_misc.recovery,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="kafkad benchmark suite")
+    p.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.QUICK.value)
+    p.add_argument("--only", default="", help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    p.add_argument("--work-dir", type=Path, default=None, help="where data goes (default: a tmp dir)")
+    p.add_argument("--keep", action="store_true", help="keep the work dir")
+    p.add_argument("--out", type=Path, default=RESULTS)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    mode = Mode(a.mode)
+    only = [s for s in a.only.split(",") if s] or list(SCENARIOS)
+    unknown = set(only) - set(SCENARIOS)
+    if unknown:
+        p.error(f"unknown scenarios: {sorted(unknown)}")
+    work = a.work_dir or Path(tempfile.mkdtemp(prefix="kafkad-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    pool = Pool(4)
+    broker = start_broker(work)
+    sink = start_sink(work)
+    ctx = Context(mode, SETTINGS[mode], work, pool, broker, sink)
+    failed: list[str] = []
+    try:
+        for name in SCENARIOS:
+            if name not in only:
+                continue
+            log.info("=== %s", name)
+            t = time.monotonic()
+            if name == "recovery" and broker.running:
+                broker.stop()
+            try:
+                SCENARIOS[name](ctx)
+            except Exception:
+                log.exception("scenario %s failed", name)
+                failed.append(name)
+            log.info("=== %s took %.0fs", name, time.monotonic() - t)
+    finally:
+        sink.stop()
+        if broker.running:
+            broker.stop()
+        pool.close()
+        if not a.keep and a.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    meta = {
+        "cpus": os.cpu_count(),
+        "mem_gib": round(psutil.virtual_memory().total / (1 << 30), 1),
+        "loadavg_at_end": os.getloadavg(),
+        "wall_s": round(time.monotonic() - started, 1),
+        "scenarios": only,
+        "failed": failed,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    suffix = "" if set(only) == set(SCENARIOS) else "-" + "-".join(only)
+    report.write_json(a.out / f"{mode.value}{suffix}.json", mode.value, ctx.rows, ctx.series, meta)
+    pngs = report.plots(a.out, mode.value + suffix, ctx.series)
+    print(report.table(ctx.rows))
+    print(f"\nwall {meta['wall_s']}s; wrote {a.out / (mode.value + suffix + '.json')} and {[str(p) for p in pngs]}")
+    if failed:
+        print(f"FAILED scenarios: {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

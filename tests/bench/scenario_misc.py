@@ -1,0 +1,96 @@
+"""End-to-end latency at fixed rates (measurement 4) and recovery after kill -9 (measurement 7).
+
+Latency: a confluent producer (acks=1, linger.ms=0) stamps each 100 B value with monotonic_ns at a fixed
+rate; a confluent consumer tailing the partition subtracts it on arrival. The baseline is what the
+transport alone costs: produce-to-ack latency against the sink at the same rate.
+
+Recovery: a second kafkad with `recovery_bytes` in `recovery_partitions` partitions is killed with
+SIGKILL and started again; the figure is spawn to serving (the "started" log line and a TCP connect). The
+baseline is a clean restart (SIGTERM, then start) of the same data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from tests.bench.context import GiB, Context
+from tests.bench.raw_client import bulk_load
+from tests.bench.servers import create_topic, start_broker
+from tests.bench.stats import Row, figure, percentile, ratio
+from tests.bench.stats import Target as Goal
+from tests.bench.workers import Job
+
+log = logging.getLogger(__name__)
+QUANTILES = (50.0, 99.0, 99.9)
+
+
+def latency(ctx: Context) -> None:
+    cfg = {"acks": "1", "linger.ms": 0}
+    curve: dict[str, dict[str, list[float]]] = {}
+    for rate in ctx.settings.latency_rates:
+        dur = ctx.settings.latency_s
+        e2e: list[list[float]] = []  # per run, one value per quantile
+        ack_k: list[list[float]] = []
+        ack_s: list[list[float]] = []
+        for _ in range(ctx.settings.runs):
+            topic = "latency"
+            jobs = [
+                Job("consume_latency", {"bootstrap": ctx.kafkad.bootstrap, "topic": topic, "expect": int(rate * dur), "timeout_s": dur + 15, "config": {}}),
+                Job("produce_rate", {"bootstrap": ctx.kafkad.bootstrap, "topic": topic, "size": 100, "rate": rate, "duration_s": dur, "config": cfg}),
+            ]
+            cons, prod = ctx.pool.run(jobs).results
+            lat = sorted(cons["e2e_ms"])
+            if len(lat) < rate * dur * 0.99:
+                log.warning("latency %d/s: consumer saw %d of %d records", rate, len(lat), int(rate * dur))
+            e2e.append([percentile(lat, q) for q in QUANTILES])
+            acks = sorted(prod["ack_ms"])
+            ack_k.append([percentile(acks, q) for q in QUANTILES])
+            job = Job("produce_rate", {"bootstrap": ctx.baseline.bootstrap, "topic": topic, "size": 100, "rate": rate, "duration_s": dur, "config": cfg})
+            sacks = sorted(ctx.pool.run([job]).results[0]["ack_ms"])
+            ack_s.append([percentile(sacks, q) for q in QUANTILES])
+        curve[str(rate)] = {"e2e": [], "ack": [], "sink_ack": []}
+        for qi, q in enumerate(QUANTILES):
+            k = figure(f"e2e p{q:g} @{rate}", "ms", [r[qi] for r in e2e])
+            b = figure(f"sink ack p{q:g} @{rate}", "ms", [r[qi] for r in ack_s])
+            a = figure(f"ack p{q:g} @{rate}", "ms", [r[qi] for r in ack_k])
+            goal = Goal("<=", 5.0) if q == 99.0 and rate == 10_000 else None
+            row = Row("latency", f"e2e p{q:g} @ {rate} msg/s ms", k, b, "sink produce ack", ratio("", k, b), goal)
+            row.extra["kafkad_produce_ack"] = a.as_json()
+            ctx.rows.append(row)
+            curve[str(rate)]["e2e"].append(k.median)
+            curve[str(rate)]["ack"].append(a.median)
+            curve[str(rate)]["sink_ack"].append(b.median)
+    ctx.series["latency"] = {"quantiles": list(QUANTILES), "by_rate": curve}
+
+
+def recovery(ctx: Context) -> None:
+    s = ctx.settings
+    broker = start_broker(ctx.work / "recovery", {"log.flush.offset.checkpoint.interval.ms": "60000"})
+    try:
+        topic = f"recovery_p{s.recovery_partitions}"
+        create_topic(broker.bootstrap, topic, s.recovery_partitions)
+        t0 = time.monotonic()
+        asyncio.run(bulk_load("127.0.0.1", broker.port, topic, s.recovery_partitions, s.recovery_bytes, 1024))
+        log.info("recovery: loaded %.1f GiB in %.1fs", s.recovery_bytes / GiB, time.monotonic() - t0)
+        dirty: list[float] = []
+        clean: list[float] = []
+        for _ in range(s.runs):
+            # A fresh unflushed tail in every partition before each kill, so every run has work to redo.
+            asyncio.run(bulk_load("127.0.0.1", broker.port, topic, s.recovery_partitions, 64 << 20, 1024))
+            broker.kill9()
+            t = time.monotonic()
+            broker.start()
+            dirty.append(time.monotonic() - t)
+            broker.stop()
+            t = time.monotonic()
+            broker.start()
+            clean.append(time.monotonic() - t)
+    finally:
+        if broker.running:
+            broker.stop()
+    k = figure("recovery", "s", dirty)
+    b = figure("clean start", "s", clean)
+    label = f"start-to-ready after kill -9, {s.recovery_bytes / GiB:g} GiB/{s.recovery_partitions} partitions s"
+    ctx.rows.append(Row("recovery", label, k, b, "clean restart", ratio("", k, b), Goal("<=", 3.0)))

@@ -13,16 +13,19 @@ segments never change.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from kafkad.storage.records import BATCH_OVERHEAD, TimestampType, read_header
+from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, TimestampType, read_header
 
 _LOG_SUFFIX = ".log"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,3 +138,108 @@ class DirectorySegmentSource:
         self.roll_requests.append((topic, partition))
         if self._on_roll is not None:
             self._on_roll(topic, partition)
+
+
+class _SegmentLike(Protocol):
+    @property
+    def base_offset(self) -> int: ...
+
+
+class _ActiveLike(Protocol):
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def created_ms(self) -> int: ...
+    def header_at(self, position: int) -> BatchHeader: ...
+
+
+class PartitionLogLike(Protocol):
+    """What the adapter needs of `kafkad.storage.PartitionLog`."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def directory(self) -> Path: ...
+    @property
+    def active_segment(self) -> _ActiveLike: ...
+    def closed_segments(self) -> Sequence[_SegmentLike]: ...
+    def roll(self) -> object: ...
+
+
+class LogsLike(Protocol):
+    """What the adapter needs of `kafkad.storage.LogManager`."""
+
+    def logs(self) -> Iterator[PartitionLogLike]: ...
+
+
+class LogManagerSegmentSource:
+    """The daemon's source: the LogManager's partition logs, read on their event loop.
+
+    Partition logs live on the event loop, so every call hops there (`call_soon_threadsafe`) and the
+    shipper thread waits for the snapshot; with `loop=None` (tests, offline tools) it calls directly.
+    """
+
+    def __init__(
+        self, manager: LogsLike, loop: asyncio.AbstractEventLoop | None, timeout_s: float = 30.0
+    ) -> None:
+        self._manager = manager
+        self._loop = loop
+        self._timeout = timeout_s
+
+    def _on_loop(self, fn: Callable[[], T]) -> T:
+        if self._loop is None:
+            return fn()
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:
+                fut.set_exception(exc)
+
+        self._loop.call_soon_threadsafe(run)
+        return fut.result(self._timeout)
+
+    def closed_segments(self) -> list[ClosedSegment]:
+        def snapshot() -> list[ClosedSegment]:
+            return [
+                ClosedSegment(
+                    log.topic,
+                    log.partition,
+                    s.base_offset,
+                    str(log.directory / f"{s.base_offset:020d}{_LOG_SUFFIX}"),
+                )
+                for log in self._manager.logs()
+                for s in log.closed_segments()
+            ]
+
+        return self._on_loop(snapshot)
+
+    def active_segments(self) -> list[ActiveSegment]:
+        def snapshot() -> list[ActiveSegment]:
+            out = []
+            for log in self._manager.logs():
+                seg = log.active_segment
+                created = -1
+                if seg.size:
+                    h = seg.header_at(0)
+                    created = h.max_timestamp if h.max_timestamp >= 0 else seg.created_ms
+                out.append(ActiveSegment(log.topic, log.partition, seg.base_offset, seg.size, created))
+            return out
+
+        return self._on_loop(snapshot)
+
+    def request_roll(self, topic: str, partition: int) -> None:
+        def roll() -> None:
+            for log in self._manager.logs():
+                if log.topic == topic and log.partition == partition:
+                    log.roll()
+
+        if self._loop is None:
+            roll()
+        else:
+            self._loop.call_soon_threadsafe(roll)

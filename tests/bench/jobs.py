@@ -62,11 +62,22 @@ def produce_throughput(
         poll(0)
     left = p.flush(60)
     elapsed = time.monotonic() - t0
-    return {"records": n - left - errors[0], "bytes": (n - left - errors[0]) * size, "errors": errors[0], "s": elapsed}
+    return {
+        "records": n - left - errors[0],
+        "bytes": (n - left - errors[0]) * size,
+        "errors": errors[0],
+        "s": elapsed,
+    }
 
 
 def produce_rate(
-    conn: Connection, bootstrap: str, topic: str, size: int, rate: int, duration_s: float, config: dict[str, Any]
+    conn: Connection,
+    bootstrap: str,
+    topic: str,
+    size: int,
+    rate: int,
+    duration_s: float,
+    config: dict[str, Any],
 ) -> dict[str, Any]:
     """Produce at a fixed rate, each value stamped with monotonic_ns; returns ack latencies (ms)."""
     acks: list[float] = []
@@ -123,7 +134,9 @@ def consume_latency(
     return {"e2e_ms": lat}
 
 
-def consume_all(conn: Connection, bootstrap: str, topic: str, end_offset: int, config: dict[str, Any]) -> dict[str, Any]:
+def consume_all(
+    conn: Connection, bootstrap: str, topic: str, end_offset: int, config: dict[str, Any]
+) -> dict[str, Any]:
     """Catch up from offset 0 to `end_offset` with a confluent consumer; returns bytes and seconds."""
     c = ck.Consumer(
         {
@@ -144,7 +157,7 @@ def consume_all(conn: Connection, bootstrap: str, topic: str, end_offset: int, c
             if m.error() is None:
                 n += 1
                 nbytes += len(m.value() or b"")
-                last = m.offset()
+                last = m.offset() or 0
     elapsed = time.monotonic() - t0
     c.close()
     return {"records": n, "bytes": nbytes, "s": elapsed}

@@ -34,7 +34,9 @@ def make_batch(record_size: int, count: int) -> bytes:
     return build_batch([SimpleRecord(value=b"r" * record_size, timestamp=now) for _ in range(count)])
 
 
-def produce_request(topic: str, partition: int, batch: bytes, acks: int = 1, correlation_id: int = 0) -> bytes:
+def produce_request(
+    topic: str, partition: int, batch: bytes, acks: int = 1, correlation_id: int = 0
+) -> bytes:
     body = {
         "transactional_id": None,
         "acks": acks,
@@ -65,26 +67,31 @@ class SmallResult:
 
 
 async def small_requests(
-    host: str, port: int, topic: str, connections: int, duration_s: float, record_size: int, start: Callable[[], Awaitable[None]]
+    host: str,
+    port: int,
+    topic: str,
+    connections: int,
+    duration_s: float,
+    record_size: int,
+    start: Callable[[], Awaitable[None]],
 ) -> SmallResult:
     """`connections` clients, each sending one 1-record Produce and awaiting its answer, repeatedly."""
     batch = make_batch(record_size, 1)
     lat: list[float] = []
-    counts = [0] * connections
-    streams = [await asyncio.open_connection(host, port) for _ in range(connections)]
-    # Warm up: one checked round trip per connection (creates the topic, fills caches).
-    for i, (reader, writer) in enumerate(streams):
-        writer.write(produce_request(topic, 0, batch, correlation_id=i))
-        check_produce_response(await _read_frame(reader))
-    await start()
-    for _, w in streams:
-        w.close()
+    # Warm up: one checked round trip (fills the broker's caches for this partition).
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(produce_request(topic, 0, batch))
+    check_produce_response(await _read_frame(reader))
+    writer.close()
     loop = asyncio.get_running_loop()
-    end = time.monotonic() + duration_s
     done = [loop.create_future() for _ in range(connections)]
-    protos = [_PingPong(produce_request(topic, 0, batch), end, lat, fut) for fut in done]
+    protos = [_PingPong(produce_request(topic, 0, batch), lat, fut) for fut in done]
     for proto in protos:
         await loop.create_connection(lambda proto=proto: proto, host, port)  # type: ignore[misc]
+    await start()
+    end = time.monotonic() + duration_s
+    for proto in protos:
+        proto.end = end
     t0 = time.monotonic()
     for proto in protos:
         proto.fire()
@@ -99,9 +106,9 @@ class _PingPong(asyncio.Protocol):
     """One request in flight: the next is written from the callback that completes the previous one
     (no coroutine switch per request, so the client stays cheap)."""
 
-    def __init__(self, request: bytes, end: float, lat: list[float], done: asyncio.Future[None]) -> None:
+    def __init__(self, request: bytes, lat: list[float], done: asyncio.Future[None]) -> None:
         self.req = bytearray(request)
-        self.end = end
+        self.end = 0.0
         self.lat = lat
         self.done = done
         self.buf = bytearray()
@@ -142,7 +149,13 @@ class _PingPong(asyncio.Protocol):
 
 
 async def bulk_load(
-    host: str, port: int, topic: str, partitions: int, total_bytes: int, record_size: int, batch_bytes: int = 1 << 20
+    host: str,
+    port: int,
+    topic: str,
+    partitions: int,
+    total_bytes: int,
+    record_size: int,
+    batch_bytes: int = 1 << 20,
 ) -> int:
     """Append about `total_bytes` of `record_size` records round-robin over partitions; returns records sent."""
     per_batch = max(1, batch_bytes // (record_size + 10))
@@ -188,7 +201,9 @@ def next_offset(records: memoryview | bytes, current: int) -> int:
     return nxt
 
 
-def fetch_all(host: str, port: int, topic: str, end_offset: int, max_bytes: int = 8 << 20) -> tuple[int, float]:
+def fetch_all(
+    host: str, port: int, topic: str, end_offset: int, max_bytes: int = 8 << 20
+) -> tuple[int, float]:
     """Fetch partition 0 from 0 to `end_offset`; returns (record bytes received, seconds)."""
     sock = socket.create_connection((host, port))
     buf = bytearray(max_bytes + (1 << 20))
@@ -209,7 +224,9 @@ def fetch_all(host: str, port: int, topic: str, end_offset: int, max_bytes: int 
             "topics": [
                 {
                     "topic": topic,
-                    "partitions": [{"partition": 0, "fetch_offset": offset, "partition_max_bytes": max_bytes}],
+                    "partitions": [
+                        {"partition": 0, "fetch_offset": offset, "partition_max_bytes": max_bytes}
+                    ],
                 }
             ],
             "forgotten_topics_data": [],

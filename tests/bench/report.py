@@ -46,7 +46,9 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def write_json(path: Path, mode: str, rows: Sequence[Row], series: dict[str, Any], meta: dict[str, Any]) -> None:
+def write_json(
+    path: Path, mode: str, rows: Sequence[Row], series: dict[str, Any], meta: dict[str, Any]
+) -> None:
     out = {
         "mode": mode,
         "machine": {"python": platform.python_version(), "platform": platform.platform(), **meta},
@@ -99,8 +101,15 @@ def plots(out_dir: Path, mode: str, series: dict[str, Any]) -> list[Path]:
         fig, ax = plt.subplots(figsize=(6, 4))
         rates = sorted(int(r) for r in lat["by_rate"])
         for qi, q in enumerate(lat["quantiles"]):
-            ax.plot(rates, [lat["by_rate"][str(r)]["e2e"][qi] for r in rates], "o-", label=f"kafkad e2e p{q:g}")
-            ax.plot(rates, [lat["by_rate"][str(r)]["sink_ack"][qi] for r in rates], "x--", label=f"sink ack p{q:g}")
+            ax.plot(
+                rates, [lat["by_rate"][str(r)]["e2e"][qi] for r in rates], "o-", label=f"kafkad e2e p{q:g}"
+            )
+            ax.plot(
+                rates,
+                [lat["by_rate"][str(r)]["sink_ack"][qi] for r in rates],
+                "x--",
+                label=f"sink ack p{q:g}",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("msg/s")

@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     report.write_json(a.out / f"{mode.value}{suffix}.json", mode.value, ctx.rows, ctx.series, meta)
     pngs = report.plots(a.out, mode.value + suffix, ctx.series)
     print(report.table(ctx.rows))
-    print(f"\nwall {meta['wall_s']}s; wrote {a.out / (mode.value + suffix + '.json')} and {[str(p) for p in pngs]}")
+    print(
+        f"\nwall {meta['wall_s']}s; wrote {a.out / (mode.value + suffix + '.json')} and {[str(p) for p in pngs]}"
+    )
     if failed:
         print(f"FAILED scenarios: {failed}", file=sys.stderr)
         return 1

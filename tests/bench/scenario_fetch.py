@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from tests.bench.context import GiB, Context
+from tests.bench.context import Context, GiB
 from tests.bench.raw_client import bulk_load
 from tests.bench.servers import ChildServer, CpuMeter, Target, create_topic
 from tests.bench.stats import Row, figure, ratio
@@ -23,17 +23,15 @@ TOPIC = "fetchsrc"
 def _measure(ctx: Context, target: Target, job: Job) -> tuple[float, float]:
     """(MB/s, server CPU seconds per GiB)."""
     meter = CpuMeter(target)
-    res = ctx.pool.run([job], on_go=meter.__enter__)
-    meter.__exit__()
+    res = ctx.pool.run([job], on_go=meter.start)
+    meter.stop()
     r = res.results[0]
     return r["bytes"] / r["s"] / 1e6, meter.seconds / (r["bytes"] / GiB)
 
 
 def fetch(ctx: Context) -> None:
     create_topic(ctx.kafkad.bootstrap, TOPIC, 1)
-    records = asyncio.run(
-        bulk_load("127.0.0.1", ctx.broker.port, TOPIC, 1, ctx.settings.fetch_bytes, 1024)
-    )
+    records = asyncio.run(bulk_load("127.0.0.1", ctx.broker.port, TOPIC, 1, ctx.settings.fetch_bytes, 1024))
     files = sorted(str(p) for p in (ctx.broker.data_dir / f"{TOPIC}-0").glob("*.log"))
     log.info("fetch: %d records in %s", records, files)
     sendfile = ChildServer("sendfile", "tests.bench.sendfile_server", files, ctx.work / "sendfile.log")
@@ -47,14 +45,30 @@ def fetch(ctx: Context) -> None:
                 _measure(
                     ctx,
                     ctx.kafkad,
-                    Job("raw_fetch", {"port": ctx.broker.port, "topic": TOPIC, "end_offset": records, "max_bytes": 8 << 20}),
+                    Job(
+                        "raw_fetch",
+                        {
+                            "port": ctx.broker.port,
+                            "topic": TOPIC,
+                            "end_offset": records,
+                            "max_bytes": 8 << 20,
+                        },
+                    ),
                 )
             )
             ck.append(
                 _measure(
                     ctx,
                     ctx.kafkad,
-                    Job("consume_all", {"bootstrap": ctx.kafkad.bootstrap, "topic": TOPIC, "end_offset": records, "config": {}}),
+                    Job(
+                        "consume_all",
+                        {
+                            "bootstrap": ctx.kafkad.bootstrap,
+                            "topic": TOPIC,
+                            "end_offset": records,
+                            "config": {},
+                        },
+                    ),
                 )
             )
     finally:
@@ -66,8 +80,26 @@ def fetch(ctx: Context) -> None:
         t = figure(f"{name} MB/s", "MB/s", [a for a, _ in data])
         c = figure(f"{name} cpu/GiB", "cpu-s/GiB", [c for _, c in data])
         ctx.rows.append(
-            Row("fetch", f"catch-up {size}, {name} MB/s", t, bt, "sendfile", ratio("", t, bt), Goal(">=", 0.7) if goal else None, True)
+            Row(
+                "fetch",
+                f"catch-up {size}, {name} MB/s",
+                t,
+                bt,
+                "sendfile",
+                ratio("", t, bt),
+                Goal(">=", 0.7) if goal else None,
+                True,
+            )
         )
         ctx.rows.append(
-            Row("fetch", f"catch-up {size}, {name} cpu-s/GiB", c, bc, "sendfile", ratio("", c, bc), Goal("<=", 1.5) if goal else None, True)
+            Row(
+                "fetch",
+                f"catch-up {size}, {name} cpu-s/GiB",
+                c,
+                bc,
+                "sendfile",
+                ratio("", c, bc),
+                Goal("<=", 1.5) if goal else None,
+                True,
+            )
         )

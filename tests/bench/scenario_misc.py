@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 
-from tests.bench.context import GiB, Context
+from tests.bench.context import Context, GiB
 from tests.bench.raw_client import bulk_load
 from tests.bench.servers import create_topic, start_broker
 from tests.bench.stats import Row, figure, percentile, ratio
@@ -37,8 +37,27 @@ def latency(ctx: Context) -> None:
         for _ in range(ctx.settings.runs):
             topic = "latency"
             jobs = [
-                Job("consume_latency", {"bootstrap": ctx.kafkad.bootstrap, "topic": topic, "expect": int(rate * dur), "timeout_s": dur + 15, "config": {}}),
-                Job("produce_rate", {"bootstrap": ctx.kafkad.bootstrap, "topic": topic, "size": 100, "rate": rate, "duration_s": dur, "config": cfg}),
+                Job(
+                    "consume_latency",
+                    {
+                        "bootstrap": ctx.kafkad.bootstrap,
+                        "topic": topic,
+                        "expect": int(rate * dur),
+                        "timeout_s": dur + 15,
+                        "config": {},
+                    },
+                ),
+                Job(
+                    "produce_rate",
+                    {
+                        "bootstrap": ctx.kafkad.bootstrap,
+                        "topic": topic,
+                        "size": 100,
+                        "rate": rate,
+                        "duration_s": dur,
+                        "config": cfg,
+                    },
+                ),
             ]
             cons, prod = ctx.pool.run(jobs).results
             lat = sorted(cons["e2e_ms"])
@@ -47,7 +66,17 @@ def latency(ctx: Context) -> None:
             e2e.append([percentile(lat, q) for q in QUANTILES])
             acks = sorted(prod["ack_ms"])
             ack_k.append([percentile(acks, q) for q in QUANTILES])
-            job = Job("produce_rate", {"bootstrap": ctx.baseline.bootstrap, "topic": topic, "size": 100, "rate": rate, "duration_s": dur, "config": cfg})
+            job = Job(
+                "produce_rate",
+                {
+                    "bootstrap": ctx.baseline.bootstrap,
+                    "topic": topic,
+                    "size": 100,
+                    "rate": rate,
+                    "duration_s": dur,
+                    "config": cfg,
+                },
+            )
             sacks = sorted(ctx.pool.run([job]).results[0]["ack_ms"])
             ack_s.append([percentile(sacks, q) for q in QUANTILES])
         curve[str(rate)] = {"e2e": [], "ack": [], "sink_ack": []}
@@ -56,7 +85,9 @@ def latency(ctx: Context) -> None:
             b = figure(f"sink ack p{q:g} @{rate}", "ms", [r[qi] for r in ack_s])
             a = figure(f"ack p{q:g} @{rate}", "ms", [r[qi] for r in ack_k])
             goal = Goal("<=", 5.0) if q == 99.0 and rate == 10_000 else None
-            row = Row("latency", f"e2e p{q:g} @ {rate} msg/s ms", k, b, "sink produce ack", ratio("", k, b), goal)
+            row = Row(
+                "latency", f"e2e p{q:g} @ {rate} msg/s ms", k, b, "sink produce ack", ratio("", k, b), goal
+            )
             row.extra["kafkad_produce_ack"] = a.as_json()
             ctx.rows.append(row)
             curve[str(rate)]["e2e"].append(k.median)
@@ -92,5 +123,7 @@ def recovery(ctx: Context) -> None:
             broker.stop()
     k = figure("recovery", "s", dirty)
     b = figure("clean start", "s", clean)
-    label = f"start-to-ready after kill -9, {s.recovery_bytes / GiB:g} GiB/{s.recovery_partitions} partitions s"
+    label = (
+        f"start-to-ready after kill -9, {s.recovery_bytes / GiB:g} GiB/{s.recovery_partitions} partitions s"
+    )
     ctx.rows.append(Row("recovery", label, k, b, "clean restart", ratio("", k, b), Goal("<=", 3.0)))

@@ -10,9 +10,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from tests.bench.context import GiB, Context, RssSampler
+from tests.bench.context import Context, GiB, RssSampler
 from tests.bench.servers import CpuMeter, Target, create_topic
-from tests.bench.stats import Figure, Row, figure, percentile, ratio
+from tests.bench.stats import Row, figure, percentile, ratio
 from tests.bench.stats import Target as Goal
 from tests.bench.workers import Job
 
@@ -28,18 +28,30 @@ class Sample:
 
 
 def _produce_once(
-    ctx: Context, target: Target, topic: str, size: int, producers: int, config: dict[str, Any], rss: bool = False
+    ctx: Context,
+    target: Target,
+    topic: str,
+    size: int,
+    producers: int,
+    config: dict[str, Any],
+    rss: bool = False,
 ) -> Sample:
     job = Job(
         "produce_throughput",
-        {"bootstrap": target.bootstrap, "topic": topic, "size": size, "duration_s": ctx.settings.produce_s, "config": config},
+        {
+            "bootstrap": target.bootstrap,
+            "topic": topic,
+            "size": size,
+            "duration_s": ctx.settings.produce_s,
+            "config": config,
+        },
     )
     meter = CpuMeter(target)
     sampler = RssSampler(target) if rss else None
     if sampler:
         sampler.__enter__()
-    res = ctx.pool.run([job] * producers, on_go=meter.__enter__)
-    meter.__exit__()
+    res = ctx.pool.run([job] * producers, on_go=meter.start)
+    meter.stop()
     if sampler:
         sampler.__exit__()
     nbytes = sum(r["bytes"] for r in res.results)
@@ -56,7 +68,13 @@ def _produce_once(
 
 
 def _pairs(
-    ctx: Context, topic_k: str, topic_s: str, size: int, producers: int, config: dict[str, Any], rss: bool = False
+    ctx: Context,
+    topic_k: str,
+    topic_s: str,
+    size: int,
+    producers: int,
+    config: dict[str, Any],
+    rss: bool = False,
 ) -> tuple[list[Sample], list[Sample]]:
     ks: list[Sample] = []
     ss: list[Sample] = []
@@ -68,7 +86,12 @@ def _pairs(
 
 
 def _rows(
-    ctx: Context, section: str, label: str, ks: list[Sample], ss: list[Sample], goals: dict[str, tuple[Goal, bool]]
+    ctx: Context,
+    section: str,
+    label: str,
+    ks: list[Sample],
+    ss: list[Sample],
+    goals: dict[str, tuple[Goal, bool]],
 ) -> None:
     for metric, unit in (("records_per_s", "rec/s"), ("mb_per_s", "MB/s"), ("cpu_per_gib", "cpu-s/GiB")):
         k = figure(f"{label} {metric}", unit, [getattr(s, metric) for s in ks])
@@ -89,7 +112,10 @@ def produce_matrix(ctx: Context) -> None:
                     ks, ss = _pairs(ctx, "bench", "bench", size, producers, {"acks": acks, **config})
                     goals: dict[str, tuple[Goal, bool]] = {}
                     if size == 100 and acks == "1":
-                        goals = {"records_per_s": (Goal(">=", 1e6), False), "cpu_per_gib": (Goal("<=", 1.25), True)}
+                        goals = {
+                            "records_per_s": (Goal(">=", 1e6), False),
+                            "cpu_per_gib": (Goal("<=", 1.25), True),
+                        }
                     _rows(ctx, "produce", label, ks, ss, goals)
                     curve[label] = {
                         "size": size,
@@ -121,7 +147,15 @@ def partitions(ctx: Context) -> None:
             k = figure("rss under load", "MB", [s.peak_rss / 1e6 for s in ks])
             b = figure("sink rss under load", "MB", [s.peak_rss / 1e6 for s in ss])
             ctx.rows.append(
-                Row("memory", "RSS peak, 1000 partitions under load", k, b, "sink", ratio("", k, b), Goal("<=", 120))
+                Row(
+                    "memory",
+                    "RSS peak, 1000 partitions under load",
+                    k,
+                    b,
+                    "sink",
+                    ratio("", k, b),
+                    Goal("<=", 120),
+                )
             )
     ctx.series["partitions"] = curve
 
@@ -151,16 +185,34 @@ def small_requests(ctx: Context) -> None:
         for target in order if i % 2 == 0 else order[::-1]:
             job = Job(
                 "raw_small_requests",
-                {"port": target.port, "topic": "small", "connections": conns, "duration_s": ctx.settings.small_s, "record_size": 100},
+                {
+                    "port": target.port,
+                    "topic": "small",
+                    "connections": conns,
+                    "duration_s": ctx.settings.small_s,
+                    "record_size": 100,
+                },
             )
             r = ctx.pool.run([job]).results[0]
             lat = sorted(r["lat_us"])
             stats[target.name].append((r["requests"] / r["s"], percentile(lat, 99) / 1000))
     k = figure("small req/s", "req/s", [a for a, _ in stats["kafkad"]])
     b = figure("sink small req/s", "req/s", [a for a, _ in stats["sink"]])
-    ctx.rows.append(Row("small requests", f"1 rec/Produce, {conns} conns req/s", k, b, "sink", ratio("", k, b), Goal(">=", 25000)))
-    r: Figure = ratio("", k, b)
-    ctx.rows.append(Row("small requests", "req/s share of sink", r, None, "", None, Goal(">=", 0.6)))
+    ctx.rows.append(
+        Row(
+            "small requests",
+            f"1 rec/Produce, {conns} conns req/s",
+            k,
+            b,
+            "sink",
+            ratio("", k, b),
+            Goal(">=", 25000),
+        )
+    )
+    share = ratio("", k, b)
+    ctx.rows.append(Row("small requests", "req/s share of sink", share, None, "", None, Goal(">=", 0.6)))
     kp = figure("small p99", "ms", [p for _, p in stats["kafkad"]])
     bp = figure("sink small p99", "ms", [p for _, p in stats["sink"]])
-    ctx.rows.append(Row("small requests", f"1 rec/Produce, {conns} conns p99 ms", kp, bp, "sink", ratio("", kp, bp)))
+    ctx.rows.append(
+        Row("small requests", f"1 rec/Produce, {conns} conns p99 ms", kp, bp, "sink", ratio("", kp, bp))
+    )

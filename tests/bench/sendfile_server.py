@@ -9,6 +9,7 @@ Run: python -m tests.bench.sendfile_server --port P FILE...
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 
@@ -36,10 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--chunk", type=int, default=8 << 20)
     p.add_argument("paths", nargs="+")
     a = p.parse_args(argv)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         serve(a.port, a.paths, a.chunk)
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

@@ -56,11 +56,10 @@ class CpuMeter:
         self._t0 = 0.0
         self.seconds = 0.0
 
-    def __enter__(self) -> CpuMeter:
+    def start(self) -> None:
         self._t0 = self.target.cpu_seconds()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
         self.seconds = self.target.cpu_seconds() - self._t0
 
 
@@ -124,12 +123,14 @@ def broker_target(broker: BrokerProcess) -> Target:
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     """Create a topic on kafkad (raw clients do not trigger auto-creation); an existing one is fine."""
+    import confluent_kafka as ck
     import confluent_kafka.admin as cka
 
     admin = cka.AdminClient({"bootstrap.servers": bootstrap})
-    fut = admin.create_topics([cka.NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic]
+    new = cka.NewTopic(topic, num_partitions=partitions, replication_factor=1)  # type: ignore[attr-defined]
+    fut = admin.create_topics([new])[topic]
     try:
         fut.result(120)
-    except cka.KafkaException as e:
-        if e.args[0].code() != cka.KafkaError.TOPIC_ALREADY_EXISTS:
+    except ck.KafkaException as e:
+        if e.args[0].code() != ck.KafkaError.TOPIC_ALREADY_EXISTS:
             raise

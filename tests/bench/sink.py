@@ -23,7 +23,6 @@ import uvloop
 
 from kafkad.protocol import (
     ApiKey,
-    ProtocolError,
     Request,
     decode_request,
     encode_response_bytes,
@@ -52,14 +51,16 @@ class Sink:
     def answer(self, req: Request) -> bytes | None:
         key = req.header.api_key
         if key == ApiKey.API_VERSIONS:
-            keys = [{"api_key": int(k), "min_version": lo, "max_version": hi} for k, (lo, hi) in _VERSIONS.items()]
+            keys = [
+                {"api_key": int(k), "min_version": lo, "max_version": hi} for k, (lo, hi) in _VERSIONS.items()
+            ]
             return encode_response_bytes(req.header, {"error_code": 0, "api_keys": keys})
         if key == ApiKey.METADATA:
             return encode_response_bytes(req.header, self._metadata(req.body))
         if key == ApiKey.PRODUCE:
             body = self._produce(req.body)
             return None if req.body["acks"] == 0 else encode_response_bytes(req.header, body)
-        raise ProtocolError(f"sink does not speak api {key}")
+        raise ValueError(f"sink does not speak api {key}")
 
     def _metadata(self, body: dict[str, Any]) -> dict[str, Any]:
         names = [t["name"] for t in body["topics"] or []]
@@ -68,7 +69,13 @@ class Sink:
                 "error_code": 0,
                 "name": name,
                 "partitions": [
-                    {"error_code": 0, "partition_index": i, "leader_id": 0, "replica_nodes": [0], "isr_nodes": [0]}
+                    {
+                        "error_code": 0,
+                        "partition_index": i,
+                        "leader_id": 0,
+                        "replica_nodes": [0],
+                        "isr_nodes": [0],
+                    }
                     for i in range(partitions_of(name))
                 ],
             }

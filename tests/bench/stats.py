@@ -50,7 +50,9 @@ def figure(name: str, unit: str, runs: Sequence[float]) -> Figure:
 
 def ratio(name: str, num: Figure, den: Figure) -> Figure:
     """num/den run by run (a 0 denominator gives inf)."""
-    return Figure(name, "x", tuple(a / b if b else float("inf") for a, b in zip(num.runs, den.runs, strict=True)))
+    return Figure(
+        name, "x", tuple(a / b if b else float("inf") for a, b in zip(num.runs, den.runs, strict=True))
+    )
 
 
 class Verdict(Enum):
@@ -116,5 +118,5 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile of an already sorted sequence (q in 0..100)."""
     if not sorted_values:
         return float("nan")
-    k = max(0, min(len(sorted_values) - 1, int(round(q / 100 * len(sorted_values) + 0.5)) - 1))
+    k = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values) + 0.5) - 1))
     return float(sorted_values[k])

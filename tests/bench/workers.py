@@ -9,6 +9,7 @@ the last result. Jobs are functions in tests/bench/jobs.py, looked up by name.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import time
 from collections.abc import Callable, Sequence
@@ -91,10 +92,8 @@ class Pool:
 
     def close(self) -> None:
         for conn in self._conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.send(None)
-            except OSError:
-                pass
         for proc in self._procs:
             proc.join(5)
             if proc.is_alive():

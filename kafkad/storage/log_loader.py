@@ -1,6 +1,7 @@
 """Opening a partition directory's segments (Kafka `LogLoader`): cleanup, sanity checks, recovery.
 
-`load_segments` removes leftovers (`*.deleted`, `*.tmp`, `*.cleaned`, `*.swap`, indexes without a
+`load_segments` first completes the log cleaner's committed swaps (`cleaner_swap.recover_swaps`),
+then removes leftovers (`*.deleted`, `*.tmp`, `*.cleaned`, `*.swap`, indexes without a
 log), opens every `NNNNNNNNNNNNNNNNNNNN.log` in base-offset order and decides per segment:
 - recovery requested (unclean shutdown) and the segment may hold offsets >= the recovery point ->
   `LogSegment.recover()` (valid prefix, torn tail truncated, indexes rebuilt);
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.checkpoints import remove_quietly
+from kafkad.storage.cleaner_swap import recover_swaps
 from kafkad.storage.records import BatchHeader
 from kafkad.storage.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
@@ -59,6 +61,7 @@ def load_segments(
     stats: LogStats,
 ) -> LoadedSegments:
     """Blocking: open (and where needed recover) the segments of `directory`, oldest first."""
+    recover_swaps(directory)  # before the leftovers go: a committed `.swap` must win
     for path in directory.iterdir():
         if path.name.endswith(LEFTOVER_SUFFIXES):
             remove_quietly(path)

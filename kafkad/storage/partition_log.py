@@ -634,3 +634,57 @@ class PartitionLog:
             seg.close()
         self._segments = []
         self._bases = []
+
+    # ---- log cleaner (compaction) ---------------------------------------------------------------
+
+    def cleanable_segments(self) -> list[tuple[LogSegment, int]]:
+        """The closed segments (never the active one) with the base of the segment after each."""
+        bases = self._bases
+        return [(s, bases[i + 1]) for i, s in enumerate(self._segments[:-1])]
+
+    def replace_segments(self, old: list[LogSegment], base_offset: int, end_offset: int) -> bool:
+        """Cleaner: swap the cleaned files of `base_offset` (cleaner_swap) in place of `old`.
+
+        Refused (False, nothing renamed) unless `old` is still a run of closed, live segments of this
+        log followed by a segment at `end_offset` (truncation, retention or deletion may have raced
+        the cleaner).
+        Renames only (cleaner_swap): commit, old segments to delayed deletion, final names; the new
+        segment opens on the existing trimmed indexes. Reads in flight keep the old fds.
+        """
+        from kafkad.storage.cleaner_swap import commit_swap, finish_swap
+
+        segs = self._segments
+        try:
+            i = next(k for k, s in enumerate(segs) if s is old[0])
+        except StopIteration:
+            return False
+        run = segs[i : i + len(old)]
+        if (
+            i + len(old) >= len(segs)
+            or len(run) != len(old)
+            or any(a is not b or a.deleted for a, b in zip(run, old, strict=True))
+            or old[0].base_offset != base_offset
+            or self._bases[i + len(old)] != end_offset
+        ):
+            return False
+        try:
+            commit_swap(self.directory, base_offset)
+        except OSError as exc:  # e.g. the topic was deleted: its dir was renamed
+            log.warning("%s: cleaned segment %d not swapped in: %s", self.directory, base_offset, exc)
+            return False
+        for seg in old:
+            self._schedule_delete(seg)
+        finish_swap(self.directory, base_offset)
+        new = LogSegment(
+            self.directory,
+            base_offset,
+            index_bytes=self.config.segment_index_bytes,
+            index_interval_bytes=self.config.index_interval_bytes,
+            now_ms=self.clock.time_ms(),
+        )
+        new.offset_index.trim()  # an empty cleaned index opens preallocated
+        new.time_index.trim()
+        new.read_next_offset()  # max timestamp of the batches after the last time index entry
+        self._segments[i : i + len(old)] = [new]
+        self._bases[i : i + len(old)] = [base_offset]
+        return True

@@ -237,7 +237,7 @@ class LogCleaner:
             try:
                 cleaned = write_cleaned_group(plog.directory, group, offsets, rules)
                 ok = swap(plog, cleaned)
-            except BaseException:
+            except Exception:
                 discard_cleaned(plog.directory, group[0].base_offset)
                 raise
             if not ok:

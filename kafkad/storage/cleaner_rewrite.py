@@ -25,6 +25,7 @@ the mapping). Blocking: runs in an executor thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from collections.abc import Iterator, Sequence
@@ -331,9 +332,13 @@ def _write_small(path: Path, data: bytes) -> None:
 
 
 def discard_cleaned(directory: Path, base_offset: int) -> None:
-    """Blocking: remove a group's `.cleaned` files (an aborted or refused swap)."""
-    for path in cleaned_paths(directory, base_offset):
-        try:
+    """Blocking: remove a group's `.cleaned` files (an aborted or refused swap).
+
+    The range file stays if the swap was committed (`.log.swap` exists): recovery needs it.
+    """
+    paths = list(cleaned_paths(directory, base_offset))
+    if (directory / (file_stem(base_offset) + LOG_SUFFIX + ".swap")).exists():
+        paths.pop()
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        except FileNotFoundError:
-            pass

@@ -68,7 +68,7 @@ def test_reads_and_indexes_work_after_cleaning_and_reopen(tmp_path: Path) -> Non
 
 def test_tombstones_kept_for_delete_retention_then_dropped(tmp_path: Path) -> None:
     clock = ManualClock()
-    plog = open_compacted(tmp_path, clock, **{"delete.retention.ms": "60000"})
+    plog = open_compacted(tmp_path, clock, overrides={"delete.retention.ms": "60000"})
     produce(plog, clock, [(b"a", b"1"), (b"b", b"1"), (b"a", None)])
     plog.roll()
     cleaner = cleaner_for(plog, clock)
@@ -120,7 +120,7 @@ def test_compressed_batches_keep_codec_and_producer(tmp_path: Path) -> None:
 
 def test_checkpoint_written_in_kafka_format_and_respected(tmp_path: Path) -> None:
     clock = ManualClock()
-    plog = open_compacted(tmp_path, clock, **{"min.cleanable.dirty.ratio": "0.5"})
+    plog = open_compacted(tmp_path, clock, overrides={"min.cleanable.dirty.ratio": "0.5"})
     produce(plog, clock, keyed(10, 40))
     plog.roll()
     end = plog.log_end_offset
@@ -143,7 +143,7 @@ def test_checkpoint_written_in_kafka_format_and_respected(tmp_path: Path) -> Non
 
 def test_only_compacted_logs_and_closed_segments_are_cleaned(tmp_path: Path) -> None:
     clock = ManualClock()
-    plog = open_compacted(tmp_path, clock, **{"cleanup.policy": "delete"})
+    plog = open_compacted(tmp_path, clock, overrides={"cleanup.policy": "delete"})
     produce(plog, clock, keyed(5, 20))
     plog.roll()
     assert cleaner_for(plog, clock).grab_filthiest() is None
@@ -163,7 +163,7 @@ def test_high_watermark_bounds_the_dirty_section(tmp_path: Path) -> None:
 
 def test_offset_map_limit_cleans_in_several_passes(tmp_path: Path) -> None:
     clock = ManualClock()
-    plog = open_compacted(tmp_path, clock, **{"segment.bytes": "1024"})
+    plog = open_compacted(tmp_path, clock, overrides={"segment.bytes": "1024"})
     produce(plog, clock, [(f"u{i}".encode(), b"v") for i in range(200)])
     plog.roll()
     cleaner = cleaner_for(plog, clock, max_map_entries=50)
@@ -177,7 +177,7 @@ def test_offset_map_limit_cleans_in_several_passes(tmp_path: Path) -> None:
 
 def test_small_segments_are_grouped(tmp_path: Path) -> None:
     clock = ManualClock()
-    plog = open_compacted(tmp_path, clock, **{"segment.bytes": "8192"})
+    plog = open_compacted(tmp_path, clock, overrides={"segment.bytes": "8192"})
     for _ in range(6):
         produce(plog, clock, keyed(3, 10))
         plog.roll()

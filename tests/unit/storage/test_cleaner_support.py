@@ -41,8 +41,10 @@ class OneLogSource:
         return self.by_tp.get((topic, partition))
 
 
-def open_compacted(root: Path, clock: ManualClock, *, recover: bool = False, **extra: str) -> PartitionLog:
-    config = LogConfig().with_overrides({**COMPACT, **extra})
+def open_compacted(
+    root: Path, clock: ManualClock, *, recover: bool = False, overrides: dict[str, str] | None = None
+) -> PartitionLog:
+    config = LogConfig().with_overrides({**COMPACT, **(overrides or {})})
     plog = PartitionLog.open(root / "t-0", config, clock, recover=recover)
     plog.high_watermark = plog.log_end_offset
     return plog
@@ -66,9 +68,11 @@ def produce(
         chunk = items[i : i + per_batch]
         seq = -1
         if producer_id >= 0:
-            seq = plog.producer_state.producers[producer_id].batches[-1].last_seq + 1 if (
-                producer_id in plog.producer_state.producers
-            ) else 0
+            seq = (
+                plog.producer_state.producers[producer_id].batches[-1].last_seq + 1
+                if (producer_id in plog.producer_state.producers)
+                else 0
+            )
         raw = build_batch(
             [SimpleRecord(k, v, timestamp=clock.time_ms()) for k, v in chunk],
             compression=compression,
@@ -84,7 +88,7 @@ def produce(
 def read_records(plog: PartitionLog) -> list[Seen]:
     """Every record of the log, in order, read through the log's segment files."""
     out: list[Seen] = []
-    for seg in list(plog.cleanable_segments()) + [(plog.active_segment, plog.log_end_offset)]:
+    for seg in [*plog.cleanable_segments(), (plog.active_segment, plog.log_end_offset)]:
         data = seg[0].log_path.read_bytes()
         for batch in iter_batches(data):
             out += [(r.offset, r.key, r.value) for r in batch.records]

@@ -2,7 +2,9 @@
 
 For one (fields, version, flexible) the compiler keeps only the fields present in that version, so the
 decoders and encoders it returns do no version checks per field. Runs of consecutive fixed-width fields
-(int8..int64, float64) become one `struct.Struct`, read or written in a single call. A struct decodes to a
+(int8..int64, float64) become one `struct.Struct`, read or written in a single call. Each struct becomes one
+straight-line read and one write function generated as source and exec'd (see `_generate`): arrays of
+structs (Fetch/Produce partitions) call them per element, so per-field closure calls would dominate. A struct decodes to a
 dict holding every field the table knows (absent ones get their defaults); tagged fields the table does not
 know are kept as raw bytes under UNKNOWN_TAGS so a re-encode gives back the same bytes.
 """
@@ -21,8 +23,6 @@ UNKNOWN_TAGS = "_unknown_tagged_fields"
 
 StructReader = Callable[[p.Buf, int], tuple[dict[str, Any], int]]
 StructWriter = Callable[[p.Out, Mapping[str, Any]], None]
-_Step = Callable[[p.Buf, int, dict[str, Any]], int]
-_WStep = Callable[[p.Out, Mapping[str, Any]], None]
 
 _FIXED_FMT = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "uint32": "I"}
 _FIXED_FMT["float64"] = "d"
@@ -47,43 +47,11 @@ def field_codec(f: Field, version: int, flexible: bool) -> tuple[p.Reader, p.Wri
     return p.primitive_codec(t, flexible, nullable)
 
 
-def _fixed_run(run: list[Field]) -> tuple[_Step, _WStep]:
-    s = struct.Struct(">" + "".join(_FIXED_FMT[f.type] for f in run))
-    names = tuple(f.name for f in run)
-    defaults = tuple(f.default_value() for f in run)
-    unpack_from, pack, size = s.unpack_from, s.pack, s.size
-
-    def step(buf: p.Buf, pos: int, d: dict[str, Any]) -> int:
-        d.update(zip(names, unpack_from(buf, pos), strict=True))
-        return pos + size
-
-    def wstep(out: p.Out, d: Mapping[str, Any]) -> None:
-        out += pack(*map(d.get, names, defaults))
-
-    return step, wstep
-
-
-def _single(f: Field, rd: p.Reader, wr: p.Writer) -> tuple[_Step, _WStep]:
-    name, dflt = f.name, f.default_value()
-
-    def step(buf: p.Buf, pos: int, d: dict[str, Any]) -> int:
-        d[name], pos = rd(buf, pos)
-        return pos
-
-    def wstep(out: p.Out, d: Mapping[str, Any]) -> None:
-        try:
-            wr(out, d.get(name, dflt))
-        except (ValueError, TypeError, AttributeError, struct.error) as e:
-            raise ValueError(f"field {name!r}: {e}") from e
-
-    return step, wstep
-
-
 def compile_struct(
     fields: tuple[Field, ...], version: int, flexible: bool
 ) -> tuple[StructReader, StructWriter]:
-    steps: list[_Step] = []
-    wsteps: list[_WStep] = []
+    """Flat reader and writer for one struct at `version`: see _generate."""
+    plan: list[tuple[str, Any]] = []  # ("run", [fields]) | ("one", (field, reader, writer))
     absent_const: dict[str, Any] = {}
     absent_fresh: list[Field] = []
     tag_readers: dict[int, tuple[str, p.Reader]] = {}
@@ -92,9 +60,7 @@ def compile_struct(
 
     def flush_run() -> None:
         if run:
-            s, w = _fixed_run(run)
-            steps.append(s)
-            wsteps.append(w)
+            plan.append(("run", list(run)))
             run.clear()
 
     for f in fields:
@@ -116,33 +82,85 @@ def compile_struct(
             continue
         flush_run()
         rd, wr = field_codec(f, version, flexible)
-        s, w = _single(f, rd, wr)
-        steps.append(s)
-        wsteps.append(w)
+        plan.append(("one", (f, rd, wr)))
     flush_run()
     tag_writers.sort(key=lambda t: t[0])
-    steps_t, wsteps_t, fresh_t = tuple(steps), tuple(wsteps), tuple(absent_fresh)
-    has_absent = bool(absent_const or fresh_t)
+    return _generate(plan, absent_const, tuple(absent_fresh), tag_readers, tag_writers, flexible)
 
-    def read(buf: p.Buf, pos: int) -> tuple[dict[str, Any], int]:
-        d: dict[str, Any] = {}
-        for step in steps_t:
-            pos = step(buf, pos, d)
-        if has_absent:
-            d.update(absent_const)
-            for f in fresh_t:
-                d[f.name] = f.default_value()
-        if flexible:
-            pos = read_tags(buf, pos, d, tag_readers)
-        return d, pos
 
-    def write(out: p.Out, d: Mapping[str, Any]) -> None:
-        for w in wsteps_t:
-            w(out, d)
-        if flexible:
-            write_tags(out, d, tag_writers)
+_WRITE_ERRORS = (ValueError, TypeError, AttributeError, struct.error)
 
-    return read, write
+
+def _generate(
+    plan: list[tuple[str, Any]],
+    absent_const: dict[str, Any],
+    absent_fresh: tuple[Field, ...],
+    tag_readers: dict[int, tuple[str, p.Reader]],
+    tag_writers: list[tuple[int, str, Any, p.Writer]],
+    flexible: bool,
+) -> tuple[StructReader, StructWriter]:
+    """Source for one straight-line read and write function per struct, compiled with exec.
+
+    Arrays of structs call these once per element, so the per-field closure calls, zip()s and
+    map()s of a step-list interpreter dominated encoding (a 100-partition Fetch response took
+    ~500 us); straight-line code with the field names as constants does the same work in one frame.
+    Behaviour is the step interpreter's: fixed-width runs are one struct call, a non-fixed field's
+    write errors become ValueError naming the field, absent fields get their defaults after the
+    present ones, tagged fields last.
+    """
+    ns: dict[str, Any] = {
+        "_absent": absent_const,
+        "_fresh": absent_fresh,
+        "_tag_readers": tag_readers,
+        "_tag_writers": tag_writers,
+        "_read_tags": read_tags,
+        "_write_tags": write_tags,
+        "_ERRORS": _WRITE_ERRORS,
+    }
+    rsrc = ["def read(buf, pos):"]
+    wsrc = ["def write(out, d):", "    get = d.get"]
+    items: list[str] = []  # "'name': vN" entries of the decoded dict, in field order
+    var = 0
+    for i, (kind, what) in enumerate(plan):
+        if kind == "run":
+            s = struct.Struct(">" + "".join(_FIXED_FMT[f.type] for f in what))
+            ns[f"_unpack{i}"], ns[f"_pack{i}"] = s.unpack_from, s.pack
+            names = []
+            gets = []
+            for f in what:
+                ns[f"_d{var}"] = f.default_value()
+                names.append(f"v{var}")
+                items.append(f"{f.name!r}: v{var}")
+                gets.append(f"get({f.name!r}, _d{var})")
+                var += 1
+            rsrc.append(f"    {', '.join(names)}, = _unpack{i}(buf, pos)")
+            rsrc.append(f"    pos += {s.size}")
+            wsrc.append(f"    out += _pack{i}({', '.join(gets)})")
+        else:
+            f, rd, wr = what
+            ns[f"_rd{i}"], ns[f"_wr{i}"], ns[f"_d{var}"] = rd, wr, f.default_value()
+            ns[f"_msg{i}"] = f"field {f.name!r}: "
+            rsrc.append(f"    v{var}, pos = _rd{i}(buf, pos)")
+            items.append(f"{f.name!r}: v{var}")
+            wsrc.append("    try:")
+            wsrc.append(f"        _wr{i}(out, get({f.name!r}, _d{var}))")
+            wsrc.append("    except _ERRORS as e:")
+            wsrc.append(f"        raise ValueError(_msg{i} + str(e)) from e")
+            var += 1
+    rsrc.append(f"    d = {{{', '.join(items)}}}")
+    if absent_const:
+        rsrc.append("    d.update(_absent)")
+    if absent_fresh:
+        rsrc.append("    for f in _fresh:")
+        rsrc.append("        d[f.name] = f.default_value()")
+    if flexible:
+        rsrc.append("    pos = _read_tags(buf, pos, d, _tag_readers)")
+        wsrc.append("    _write_tags(out, d, _tag_writers)")
+    rsrc.append("    return d, pos")
+    if len(wsrc) == 2:
+        wsrc.append("    pass")
+    exec("\n".join(rsrc) + "\n\n" + "\n".join(wsrc), ns)  # source built above from the schema
+    return ns["read"], ns["write"]
 
 
 def read_tags(buf: p.Buf, pos: int, d: dict[str, Any], known: Mapping[int, tuple[str, p.Reader]]) -> int:

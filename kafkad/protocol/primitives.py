@@ -48,11 +48,12 @@ class Out(bytearray):
 
     def add_ref(self, ref: Any) -> None:
         # The first run keeps its reserved size prefix as a bytearray so it can be patched at the end.
-        if not self.chunks:
-            self.chunks.append(bytearray(self))
+        chunks = self.chunks
+        if not chunks:
+            chunks.append(bytearray(self))
         elif self:
-            self.chunks.append(bytes(self))
-        self.chunks.append(ref)
+            chunks.append(bytes(self))
+        chunks.append(ref)
         del self[:]
 
 
@@ -259,23 +260,44 @@ def _chunk_size(v: Any) -> int:
 def records_writer(compact: bool) -> Writer:
     """None, bytes-like, a RecordsRef (anything with `.size`), or a list of those (length = sum)."""
     write_len = length_codec("bytes", compact)[1]
+    pack_len = I32.pack
+    inline = (bytes, bytearray, memoryview)
 
     def put(out: Out, v: Any) -> None:
-        if isinstance(v, (bytes, bytearray, memoryview)):
+        if isinstance(v, inline):
             out += v
         else:
             out.add_ref(v)
 
     def write(out: Out, v: Any) -> None:
-        if v is None:
+        # Once per partition of every Fetch response: the common single-chunk cases come first.
+        t = type(v)
+        if t is bytes or t is bytearray:
+            if compact:
+                write_uvarint(out, len(v) + 1)
+            else:
+                out += pack_len(len(v))
+            out += v
+        elif v is None:
             write_len(out, -1)
+        elif t is list:
+            write_len(out, sum(_chunk_size(c) for c in v))
+            for c in v:
+                put(out, c)
+        elif isinstance(v, inline):
+            write_len(out, _chunk_size(v))
+            out += v
         elif isinstance(v, list):
             write_len(out, sum(_chunk_size(c) for c in v))
             for c in v:
                 put(out, c)
         else:
-            write_len(out, _chunk_size(v))
-            put(out, v)
+            n = int(v.size)
+            if compact:
+                write_uvarint(out, n + 1)
+            else:
+                out += pack_len(n)
+            out.add_ref(v)
 
     return write
 
@@ -310,7 +332,10 @@ def array_writer(item: Writer, compact: bool, nullable: bool) -> Writer:
                 raise ValueError("null for a non-nullable array")
             write_len(out, -1)
             return
-        write_len(out, len(v))
+        if compact:
+            write_uvarint(out, len(v) + 1)
+        else:
+            out += I32.pack(len(v))
         for x in v:
             item(out, x)
 

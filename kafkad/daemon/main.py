@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkad import __version__
 from kafkad.clock import Clock, SystemClock
@@ -27,6 +28,10 @@ from kafkad.daemon.netlink import NetlinkWatcher
 from kafkad.daemon.producer_ids import ProducerIdManager
 from kafkad.daemon.server import Server
 from kafkad.replication.manager import ReplicaManager
+
+if TYPE_CHECKING:
+    from kafkad.daemon.log_cleaner_task import CleanerService
+    from kafkad.storage.log_manager import LogManager
 
 log = logging.getLogger("kafkad")
 
@@ -106,6 +111,18 @@ async def _watch_interfaces(config: BrokerConfig, broker: Broker, server: Server
     return netlink.NetlinkWatcher(names, on_dump, loop)
 
 
+def _start_cleaner(config: BrokerConfig, log_manager: LogManager, clock: Clock) -> CleanerService | None:
+    """log.cleaner.enable: compaction of cleanup.policy=compact topics (e.g. __consumer_offsets)."""
+    from kafkad.daemon.log_cleaner_task import CleanerService
+    from kafkad.storage.cleaner import LogCleaner
+
+    if not config.get("log.cleaner.enable"):
+        return None
+    service = CleanerService(LogCleaner(log_manager, clock), int(config.get("log.cleaner.backoff.ms")))  # type: ignore[arg-type]
+    service.start()
+    return service
+
+
 async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Event | None = None) -> int:
     from kafkad.daemon.health import OpsRuntime
     from kafkad.storage.log_manager import LogManager
@@ -165,10 +182,14 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         ", ".join(f"{h}:{p}" for h, p in bound),
     )
 
+    producer_expiration_ms = int(config.get("producer.id.expiration.ms"))  # type: ignore[arg-type]
+
     async def retention() -> None:
         now = clock.time_ms()
         log_manager.retention_pass(now)
         log_manager.budget_pass(now)
+        for plog in log_manager.logs():  # in-memory only: idle idempotent producers are forgotten
+            plog.producer_state.remove_expired(now, producer_expiration_ms)
         await _deletions()
 
     async def _deletions() -> None:
@@ -193,6 +214,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         loop.create_task(_every(st.flush_offset_checkpoint_interval_ms, "checkpoint", checkpoint)),
         loop.create_task(server.close_idle_forever()),
     ]
+    cleaner = _start_cleaner(config, log_manager, clock)
 
     await stop.wait()
     log.info("shutting down")
@@ -204,6 +226,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     if not await server.drain(config.server.shutdown_timeout_ms / 1000):
         log.warning("in-flight requests did not finish within shutdown.timeout.ms")
     server.close_all()
+    if cleaner is not None:
+        await cleaner.stop()  # before the logs close: no cleaning thread may still swap
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

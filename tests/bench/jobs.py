@@ -199,3 +199,35 @@ def raw_drain(conn: Connection, port: int) -> dict[str, Any]:
     _ready(conn)
     nbytes, s = drain("127.0.0.1", port)
     return {"bytes": nbytes, "s": s}
+
+
+def raw_produce_throughput(
+    conn: Connection,
+    port: int,
+    topic: str,
+    connections: int,
+    duration_s: float,
+    size: int,
+    batch_bytes: int,
+    acks: int,
+) -> dict[str, Any]:
+    """Pre-built batches, pipelined (raw_client.pipelined_produce): the server's limit without client cost."""
+    import asyncio
+
+    import uvloop
+
+    from tests.bench.raw_client import make_batch, pipelined_produce
+
+    per_batch = max(1, batch_bytes // (size + 10))
+    batch = make_batch(size, per_batch)
+
+    async def main() -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+
+        async def go() -> None:
+            await loop.run_in_executor(None, _ready, conn)
+
+        n, s = await pipelined_produce("127.0.0.1", port, topic, connections, duration_s, batch, acks, go)
+        return {"records": n * per_batch, "bytes": n * per_batch * size, "errors": 0, "s": s}
+
+    return uvloop.run(main())

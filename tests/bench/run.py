@@ -12,6 +12,7 @@ import argparse
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +41,44 @@ SCENARIOS: dict[str, Callable[[Context], None]] = {
 }
 
 
+_SNAPSHOT_ENV = "KAFKAD_BENCH_SNAPSHOT"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _git_commit() -> str:
+    env_commit = os.environ.get(_SNAPSHOT_ENV)
+    if env_commit:
+        return env_commit
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "kafkad"], cwd=REPO, capture_output=True, text=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _run_in_snapshot(args: list[str]) -> int:
+    """Re-run this suite from `git archive HEAD` in a tmp dir (PYTHONPATH first, so the broker and the
+    workers import the snapshot's kafkad, not the editable install)."""
+    snap = Path(tempfile.mkdtemp(prefix="kafkad-snap-"))
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        archive = subprocess.run(["git", "archive", "HEAD"], cwd=REPO, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(snap)], input=archive.stdout, check=True)
+        for f in (REPO / "tests" / "bench").glob("*.py"):
+            shutil.copy(f, snap / "tests" / "bench" / f.name)
+        env = {**os.environ, "PYTHONPATH": str(snap), _SNAPSHOT_ENV: head.stdout.strip()}
+        return subprocess.call([sys.executable, "-m", "tests.bench.run", *args], cwd=snap, env=env)
+    finally:
+        shutil.rmtree(snap, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="kafkad benchmark suite")
     p.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.QUICK.value)
@@ -47,7 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work-dir", type=Path, default=None, help="where data goes (default: a tmp dir)")
     p.add_argument("--keep", action="store_true", help="keep the work dir")
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument(
+        "--snapshot",
+        action="store_true",
+        help="measure the committed HEAD (with this tree's tests/bench), not a working tree others are editing",
+    )
     a = p.parse_args(argv)
+    if a.snapshot and not os.environ.get(_SNAPSHOT_ENV):
+        args = [x for x in (sys.argv[1:] if argv is None else argv) if x != "--snapshot"]
+        return _run_in_snapshot([*args, "--out", str(a.out.resolve())])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     mode = Mode(a.mode)
     only = [s for s in a.only.split(",") if s] or list(SCENARIOS)
@@ -91,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "scenarios": only,
         "failed": failed,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "commit": _git_commit(),
     }
     suffix = "" if set(only) == set(SCENARIOS) else "-" + "-".join(only)
     report.write_json(a.out / f"{mode.value}{suffix}.json", mode.value, ctx.rows, ctx.series, meta)

@@ -27,16 +27,8 @@ class Sample:
     peak_rss: int = 0
 
 
-def _produce_once(
-    ctx: Context,
-    target: Target,
-    topic: str,
-    size: int,
-    producers: int,
-    config: dict[str, Any],
-    rss: bool = False,
-) -> Sample:
-    job = Job(
+def _confluent_job(ctx: Context, target: Target, topic: str, size: int, config: dict[str, Any]) -> Job:
+    return Job(
         "produce_throughput",
         {
             "bootstrap": target.bootstrap,
@@ -46,11 +38,38 @@ def _produce_once(
             "config": config,
         },
     )
+
+
+def _produce_once(
+    ctx: Context,
+    target: Target,
+    topic: str,
+    size: int,
+    producers: int,
+    config: dict[str, Any],
+    rss: bool = False,
+) -> Sample:
+    if "raw_batch_bytes" in config:
+        raw = Job(
+            "raw_produce_throughput",
+            {
+                "port": target.port,
+                "topic": topic,
+                "connections": producers,
+                "duration_s": ctx.settings.produce_s,
+                "size": size,
+                "batch_bytes": config["raw_batch_bytes"],
+                "acks": -1 if config["acks"] == "all" else int(config["acks"]),
+            },
+        )
+        jobs = [raw]
+    else:
+        jobs = [_confluent_job(ctx, target, topic, size, config)] * producers
     meter = CpuMeter(target)
     sampler = RssSampler(target) if rss else None
     if sampler:
         sampler.__enter__()
-    res = ctx.pool.run([job] * producers, on_go=meter.start)
+    res = ctx.pool.run(jobs, on_go=meter.start)
     meter.stop()
     if sampler:
         sampler.__exit__()
@@ -103,10 +122,15 @@ def _rows(
 def produce_matrix(ctx: Context) -> None:
     """Measurement 1: record size x acks x producers x linger."""
     curve: dict[str, Any] = {}
+    create_topic(ctx.kafkad.bootstrap, "bench", 1)
     for size in (100, 1024):
         for acks in ("1", "all"):
             for producers in (1, 4):
-                for linger_name, config in (("default", {}), ("linger5", {"linger.ms": 5})):
+                for linger_name, config in (
+                    ("default", {}),
+                    ("linger5", {"linger.ms": 5}),
+                    ("raw 16KiB batches", {"raw_batch_bytes": 16384}),
+                ):
                     label = f"{size}B acks={'-1' if acks == 'all' else acks} x{producers} {linger_name}"
                     log.info("produce %s", label)
                     ks, ss = _pairs(ctx, "bench", "bench", size, producers, {"acks": acks, **config})

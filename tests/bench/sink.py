@@ -47,6 +47,7 @@ class Sink:
         self.host = host
         self.port = port
         self.offsets: dict[tuple[str, int], int] = {}
+        self.topics: set[str] = set()
 
     def answer(self, req: Request) -> bytes | None:
         key = req.header.api_key
@@ -63,7 +64,9 @@ class Sink:
         raise ValueError(f"sink does not speak api {key}")
 
     def _metadata(self, body: dict[str, Any]) -> dict[str, Any]:
-        names = [t["name"] for t in body["topics"] or []]
+        # A null topic list means "all topics": answer with every topic seen so far, as a broker would.
+        names = [t["name"] for t in body["topics"]] if body["topics"] is not None else sorted(self.topics)
+        self.topics.update(names)
         topics = [
             {
                 "error_code": 0,

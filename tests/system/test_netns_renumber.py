@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,10 +68,10 @@ def _connectable(host: str, port: int) -> bool:
         return False
 
 
-def _wait(what: str, cond: object, timeout_s: float, log: Path) -> None:
+def _wait(what: str, cond: Callable[[], bool], timeout_s: float, log: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if cond():  # type: ignore[operator]
+        if cond():
             return
         time.sleep(0.05)
     raise AssertionError(f"{what} not within {timeout_s}s; kafkad log:\n{log.read_text()[-4000:]}")
@@ -85,34 +85,60 @@ def _metadata_broker(bootstrap: str) -> tuple[str, int]:
     return str(b.host), int(b.port)
 
 
+class NetnsBroker:
+    """kafkad run inside the namespace with `ip netns exec` (which execs it in place: proc.pid is kafkad)."""
+
+    def __init__(self, ns: Netns, tmp_path: Path, properties: str) -> None:
+        self.ns = ns
+        self.cfg = tmp_path / "server.properties"
+        self.cfg.write_text(f"{properties}\nlog.dirs={tmp_path / 'data'}\nnum.partitions=1\n")
+        self.log = tmp_path / "kafkad.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> NetnsBroker:
+        cmd = ["ip", "netns", "exec", self.ns.name, sys.executable, "-m", "kafkad.daemon.main"]
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [*cmd, "--config", str(self.cfg)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        proc = self.proc
+        _wait("kafkad started", lambda: " started: " in self.text() or proc.poll() is not None, 30, self.log)
+        assert proc.poll() is None, self.text()
+        return self
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        if exc[0] is None:
+            assert self.proc.returncode == 0, self.text()[-4000:]
+            assert "shut down cleanly" in self.text()
+
+
+def _renumber(ns: Netns, old: str, new: str) -> None:
+    """What a DHCP client does when the lease changes: the old address goes, the new one comes."""
+    _ip("-n", ns.name, "addr", "del", f"{old}/24", "dev", ns.inside_if)
+    _ip("-n", ns.name, "addr", "add", f"{new}/24", "dev", ns.inside_if)
+
+
 def test_listener_follows_interface_renumbering(netns: Netns, tmp_path: Path) -> None:
     old, new = f"{netns.subnet}.2", f"{netns.subnet}.3"
-    cfg = tmp_path / "server.properties"
-    cfg.write_text(
-        f"listeners=PLAINTEXT://{netns.inside_if}:{PORT}\nlog.dirs={tmp_path / 'data'}\nnum.partitions=1\n"
-    )
-    log = tmp_path / "kafkad.log"
-    with open(log, "wb") as out:
-        # `ip netns exec` execs kafkad in place: proc.pid is the broker's pid.
-        proc = subprocess.Popen(
-            [
-                "ip",
-                "netns",
-                "exec",
-                netns.name,
-                sys.executable,
-                "-m",
-                "kafkad.daemon.main",
-                "--config",
-                str(cfg),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    try:
-        _wait("kafkad serving on the interface address", lambda: _connectable(old, PORT), 30, log)
-        assert f"interface listeners: {netns.inside_if}={old}" in log.read_text()
+    with NetnsBroker(netns, tmp_path, f"listeners=PLAINTEXT://{netns.inside_if}:{PORT}") as kafkad:
+        assert kafkad.proc is not None
+        _wait("kafkad serving on the interface address", lambda: _connectable(old, PORT), 10, kafkad.log)
+        assert f"interface listeners: {netns.inside_if}={old}" in kafkad.text()
         assert _metadata_broker(f"{old}:{PORT}") == (old, PORT)
 
         confluent = CLIENTS["confluent"]
@@ -121,22 +147,19 @@ def test_listener_follows_interface_renumbering(netns: Netns, tmp_path: Path) ->
         confluent.create_topic(f"{old}:{PORT}", "renumber", 1)
         confluent.produce(f"{old}:{PORT}", "renumber", first, "lz4")
 
-        # Renumber: the lease is lost, a new one arrives.
         t0 = time.monotonic()
-        _ip("-n", netns.name, "addr", "del", f"{old}/24", "dev", netns.inside_if)
-        _ip("-n", netns.name, "addr", "add", f"{new}/24", "dev", netns.inside_if)
-        _wait("kafkad listening on the new address", lambda: _connectable(new, PORT), 10, log)
-        rebind_s = time.monotonic() - t0
-        print(f"renumber -> accepting on the new address in {rebind_s * 1000:.0f} ms")
+        _renumber(netns, old, new)
+        _wait("kafkad listening on the new address", lambda: _connectable(new, PORT), 10, kafkad.log)
+        print(f"renumber -> accepting on the new address in {(time.monotonic() - t0) * 1000:.0f} ms")
 
-        assert proc.poll() is None, "kafkad exited"
-        text = log.read_text()
+        assert kafkad.proc.poll() is None, "kafkad exited"
+        text = kafkad.text()
         assert text.count(" started: ") == 1, "kafkad restarted instead of rebinding"
         assert f"interface address changed: {netns.inside_if}={new}" in text
         pids = subprocess.run(
             ["ip", "netns", "pids", netns.name], capture_output=True, text=True, check=True
         ).stdout.split()
-        assert str(proc.pid) in pids
+        assert str(kafkad.proc.pid) in pids
 
         # A fresh client bootstrapped at the new address is told the new address.
         assert _metadata_broker(f"{new}:{PORT}") == (new, PORT)
@@ -145,16 +168,26 @@ def test_listener_follows_interface_renumbering(netns: Netns, tmp_path: Path) ->
         got = confluent.consume(f"{new}:{PORT}", "renumber", 1, expect=4_000)
         check_roundtrip(first + second, got)
         assert [g.offset for g in got] == list(range(4_000))
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                code = proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise
-        else:
-            code = proc.returncode
-    assert code == 0, log.read_text()[-4000:]
-    assert "shut down cleanly" in log.read_text()
+
+
+def test_advertised_interface_on_a_wildcard_listener(netns: Netns, tmp_path: Path) -> None:
+    """Bound to 0.0.0.0 (no rebind needed); only Metadata's advertised address follows the interface."""
+    old, new = f"{netns.subnet}.2", f"{netns.subnet}.4"
+    props = f"listeners=PLAINTEXT://0.0.0.0:{PORT}\nadvertised.listeners=PLAINTEXT://{netns.inside_if}:{PORT}"
+    with NetnsBroker(netns, tmp_path, props) as kafkad:
+        _wait("kafkad serving", lambda: _connectable(old, PORT), 10, kafkad.log)
+        assert _metadata_broker(f"{old}:{PORT}") == (old, PORT)
+        _renumber(netns, old, new)
+        _wait("the change seen", lambda: "interface address changed" in kafkad.text(), 10, kafkad.log)
+        assert _metadata_broker(f"{new}:{PORT}") == (new, PORT)
+
+
+def test_interface_without_address_at_start(netns: Netns, tmp_path: Path) -> None:
+    """Booted before DHCP answered: kafkad starts, and listens as soon as the address arrives."""
+    addr = f"{netns.subnet}.5"
+    _ip("-n", netns.name, "addr", "flush", "dev", netns.inside_if)
+    with NetnsBroker(netns, tmp_path, f"listeners=PLAINTEXT://{netns.inside_if}:{PORT}") as kafkad:
+        assert "the interface has no IPv4 address yet" in kafkad.text()
+        _ip("-n", netns.name, "addr", "add", f"{addr}/24", "dev", netns.inside_if)
+        _wait("kafkad listening once the address came", lambda: _connectable(addr, PORT), 10, kafkad.log)
+        assert _metadata_broker(f"{addr}:{PORT}") == (addr, PORT)

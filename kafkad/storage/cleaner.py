@@ -275,7 +275,8 @@ class LogCleaner:
         )
         self.last_stats = stats
         log.info(
-            "%s-%d cleaned: %d groups, %.1f MB -> %.1f MB, %d -> %d records, up to offset %d, %.1f MB/s",
+            "%s-%d cleaned: %d groups, %.1f MB -> %.1f MB, %d -> %d records, up to offset %d, "
+            "%.1f MB/s, %d records/s",
             plog.topic,
             plog.partition,
             swapped,
@@ -285,6 +286,7 @@ class LogCleaner:
             records_kept,
             end,
             stats.mb_per_s,
+            stats.records_read / stats.seconds if stats.seconds > 0 else 0,
         )
         return stats
 

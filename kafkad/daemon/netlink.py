@@ -3,28 +3,33 @@
 How it works: a listener (or advertised listener) whose host is the name of an existing interface, not an
 IP literal, is an interface listener. At start `resolve_ipv4` (blocking: call in executor) dumps the IPv4
 addresses over rtnetlink (pyroute2 `IPRoute`) and the daemon binds each such listener to its interface's
-primary address. `NetlinkWatcher` then keeps a reader thread on a second `IPRoute` bound to the
-RTMGRP_IPV4_IFADDR multicast group: on every RTM_NEWADDR/RTM_DELADDR of a watched interface it dumps the
-addresses again (simpler and safer than patching a map from single events: secondary promotion, flushes)
-and hands the new map to the event loop with `call_soon_threadsafe`. On the loop, `InterfaceAddresses`
-records it and the daemon rebinds the changed listeners; Metadata reads the advertised address from it on
-every request, so DHCP renumbering needs no restart.
+primary address. `NetlinkWatcher` then keeps a reader thread on an rtnetlink socket subscribed to the
+RTMGRP_IPV4_IFADDR multicast group: when RTM_NEWADDR/RTM_DELADDR events of a watched interface arrive it
+drains them all, dumps the addresses again (simpler and safer than patching a map from single events:
+secondary promotion, flushes, ENOBUFS overruns) and hands the new map to the event loop with
+`call_soon_threadsafe`. On the loop, `InterfaceAddresses` records it and the daemon rebinds the changed
+listeners; Metadata reads the advertised address from it on every request, so DHCP renumbering needs no
+restart.
 
-Why a thread: pyroute2's synchronous API runs its own asyncio loop per call, which cannot run inside the
-broker's loop. The thread waits in select() on the netlink socket and a wake-up pipe, so `stop()` ends it
-at once without a timeout poll. pyroute2 is imported only when an interface listener exists
-(`kafkad[netlink]`).
+Why a thread: pyroute2's synchronous API runs an asyncio loop of its own per call, which cannot run
+inside the broker's loop. Why a plain socket for the subscription rather than `IPRoute.bind()` + `get()`:
+pyroute2 reads datagrams into an internal queue, so select() on its fd can sleep while an event is
+already buffered inside it; with our own socket, "drain, then dump" guarantees the last dump follows the
+last event. The thread waits in select() on that socket and a wake-up pipe, so `stop()` ends it at once.
+pyroute2 is imported only when an interface listener exists (`kafkad[netlink]`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import logging
 import os
 import select
 import socket
+import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -35,9 +40,13 @@ log = logging.getLogger(__name__)
 
 AddressMap = dict[str, str | None]  # interface name -> primary IPv4 address (None: it has none)
 
+NETLINK_ROUTE = 0
+RTMGRP_IPV4_IFADDR = 0x10
 RTM_NEWADDR = 20
 RTM_DELADDR = 21
 IFA_F_SECONDARY = 0x01
+_NLMSGHDR = struct.Struct("=IHHII")  # length, type, flags, seq, pid
+_IFADDRMSG = struct.Struct("=BBBBI")  # family, prefixlen, flags, scope, index
 
 
 def is_ip_literal(host: str) -> bool:
@@ -194,44 +203,71 @@ class NetlinkWatcher:
 
     def _run(self, subscribed: threading.Event, failure: list[BaseException]) -> None:
         try:
-            from pyroute2.netlink.rtnl import RTMGRP_IPV4_IFADDR
-
-            ipr = _iproute()
+            sub = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, NETLINK_ROUTE)
         except BaseException as e:
             failure.append(e)
             subscribed.set()
             return
+        ipr: Any = None
         try:
             try:
-                ipr.bind(groups=RTMGRP_IPV4_IFADDR)
+                sub.bind((0, RTMGRP_IPV4_IFADDR))
+                sub.setblocking(False)
+                ipr = _iproute()
             except BaseException as e:
                 failure.append(e)
                 return
             finally:
                 subscribed.set()
             self._post(_dump(ipr, self._names))
-            fd = ipr.fileno()
             while not self._stopping:
-                ready, _, _ = select.select([fd, self._wake_r], [], [])
+                ready, _, _ = select.select([sub.fileno(), self._wake_r], [], [])
                 if self._wake_r in ready or self._stopping:
                     break
-                if self._relevant(ipr.get()):
+                # Drain everything queued first, then dump: an event that arrives after the drain wakes
+                # select() again, so the last dump always follows the last event.
+                if self._drain(sub):
                     self._post(_dump(ipr, self._names))
         except Exception:
             if not self._stopping:
                 log.exception("netlink watcher failed: interface listeners no longer follow their address")
         finally:
-            ipr.close()
+            sub.close()
+            if ipr is not None:
+                ipr.close()
 
-    def _relevant(self, messages: Iterable[Any]) -> bool:
+    def _drain(self, sub: socket.socket) -> bool:
+        """Read every queued datagram; True if one touched a watched interface (or events were lost)."""
         watched: set[int] = set()
         for name in self._names:
             with contextlib.suppress(OSError):
                 watched.add(socket.if_nametoindex(name))
         hit = False
-        for msg in messages:
-            if msg["header"]["type"] in (RTM_NEWADDR, RTM_DELADDR):
+        while True:
+            try:
+                data = sub.recv(65536)
+            except BlockingIOError:
+                return hit
+            except OSError as e:
+                if e.errno != errno.ENOBUFS:
+                    raise
+                hit = True  # the kernel dropped events: the dump tells the truth anyway
+                continue
+            for _msg_type, index in _address_events(data):
                 self.events += 1
-                if int(msg["index"]) in watched or msg.get_attr("IFA_LABEL") in self._names:
-                    hit = True
-        return hit
+                hit = hit or index in watched or not watched
+
+
+def _address_events(data: bytes) -> list[tuple[int, int]]:
+    """(nlmsg type, interface index) of each RTM_NEWADDR/RTM_DELADDR in one netlink datagram."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while pos + _NLMSGHDR.size <= len(data):
+        length, msg_type, _flags, _seq, _pid = _NLMSGHDR.unpack_from(data, pos)
+        if length < _NLMSGHDR.size:
+            break
+        if msg_type in (RTM_NEWADDR, RTM_DELADDR) and pos + _NLMSGHDR.size + _IFADDRMSG.size <= len(data):
+            _family, _prefix, _flags2, _scope, index = _IFADDRMSG.unpack_from(data, pos + _NLMSGHDR.size)
+            out.append((msg_type, index))
+        pos += (length + 3) & ~3  # NLMSG_ALIGN
+    return out

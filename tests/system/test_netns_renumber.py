@@ -191,3 +191,29 @@ def test_interface_without_address_at_start(netns: Netns, tmp_path: Path) -> Non
         _ip("-n", netns.name, "addr", "add", f"{addr}/24", "dev", netns.inside_if)
         _wait("kafkad listening once the address came", lambda: _connectable(addr, PORT), 10, kafkad.log)
         assert _metadata_broker(f"{addr}:{PORT}") == (addr, PORT)
+
+
+def test_rapid_renumbering_settles_on_the_last_address(netns: Netns, tmp_path: Path) -> None:
+    """20 leases back to back with no pause: no event is lost, kafkad ends on the last address."""
+    addrs = [f"{netns.subnet}.{10 + i}" for i in range(20)]
+    with NetnsBroker(netns, tmp_path, f"listeners=PLAINTEXT://{netns.inside_if}:{PORT}") as kafkad:
+        assert kafkad.proc is not None
+        previous = f"{netns.subnet}.2"
+        batch = []
+        for addr in addrs:
+            batch += [
+                f"addr del {previous}/24 dev {netns.inside_if}",
+                f"addr add {addr}/24 dev {netns.inside_if}",
+            ]
+            previous = addr
+        subprocess.run(
+            ["ip", "-n", netns.name, "-batch", "-"],
+            input="\n".join(batch) + "\n",
+            text=True,
+            check=True,
+            timeout=30,
+        )
+        last = addrs[-1]
+        _wait("kafkad on the last address", lambda: _connectable(last, PORT), 10, kafkad.log)
+        assert _metadata_broker(f"{last}:{PORT}") == (last, PORT)
+        assert kafkad.proc.poll() is None and kafkad.text().count(" started: ") == 1

@@ -106,7 +106,9 @@ def test_compacted_topic_shrinks_to_latest_values(broker: BrokerProcess) -> None
         msg = consumer.poll(10)
         assert msg is not None, f"consumer stalled after {count} records"
         assert msg.error() is None, msg.error()
-        seen[msg.key()] = msg.value()
+        got_key, got_value = msg.key(), msg.value()
+        assert got_key is not None and got_value is not None
+        seen[got_key] = got_value
         count += 1
     consumer.close()
     assert seen == latest

@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import logging
+import os
 import random
 from pathlib import Path
 
@@ -115,7 +116,8 @@ class PartitionLog:
         if topic is None or partition is None:
             name, _, num = directory.name.rpartition("-")
             topic, partition = topic or name, int(num) if partition is None else partition
-        directory.mkdir(parents=True, exist_ok=True)
+        if not os.path.isdir(directory):  # one stat; mkdir(exist_ok) of an existing dir costs two syscalls
+            directory.mkdir(parents=True, exist_ok=True)
         self = cls(directory, topic, partition, config, clock)
         self._load(recover=recover, recovery_point=recovery_point, log_start_offset=log_start_offset)
         return self
@@ -151,8 +153,12 @@ class PartitionLog:
         self.leader_epoch_cache = LeaderEpochCache.load(d)
         if first_recovered is not None:
             self.leader_epoch_cache.truncate_from_end(first_recovered)
+            previous = None
             for h in recovered:
-                self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
+                # assign() of the epoch just assigned at a higher offset is a no-op: skip the call.
+                if h.partition_leader_epoch != previous:
+                    previous = h.partition_leader_epoch
+                    self.leader_epoch_cache.assign(previous, h.base_offset)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self._load_producer_state(recovered if first_recovered is not None else None, first_recovered)
@@ -164,12 +170,14 @@ class PartitionLog:
         `known_from` to the end, already read by recovery, spare a second pass over the files)."""
         replay_from = self.producer_state.load(self.log_start_offset, self.log_end_offset)
         if known is not None and known_from is not None and known_from <= replay_from:
-            headers = [h for h in known if h.last_offset >= replay_from]
+            headers = [h for h in known if h.base_offset + h.last_offset_delta >= replay_from]
         else:
             headers = self._headers_from(replay_from)
+        update = self.producer_state.update
         for header in headers:
-            self.producer_state.update(header, header.base_offset, header.max_timestamp)
-            self.stats.replayed_batches += 1
+            if header.producer_id >= 0:  # update() ignores the others
+                update(header, header.base_offset, header.max_timestamp)
+        self.stats.replayed_batches += len(headers)
 
     def _headers_from(self, offset: int) -> list[BatchHeader]:
         """Headers of the batches holding offsets >= `offset` (pread of headers only)."""

@@ -30,7 +30,7 @@ from kafkad.storage.checkpoints import remove_quietly
 from kafkad.storage.file_slice import FileSlice
 from kafkad.storage.offset_index import OffsetIndex
 from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, scan_valid_prefix
-from kafkad.storage.records.batch import read_header_at
+from kafkad.storage.records.batch import LOG_OVERHEAD, read_header_at
 from kafkad.storage.time_index import TimeIndex
 
 log = logging.getLogger(__name__)
@@ -281,15 +281,9 @@ class LogSegment:
                     headers, valid = scan_valid_prefix(view)
                 finally:
                     view.release()
-        # Offsets outside this segment (first batch below the base, relative offset past int32) are corrupt.
-        for i, header in enumerate(headers):
-            if not (self.can_hold(header.base_offset) and self.can_hold(header.last_offset)):
-                headers, valid = headers[:i], header.position
-                break
-        for header in headers:
-            self._index(
-                header.last_offset, header.position, header.max_timestamp, header.base_offset, header.size
-            )
+        kept = self._index_recovered(headers)
+        if kept < len(headers):  # a batch outside the segment's offsets: cut there
+            headers, valid = headers[:kept], headers[kept].position
         truncated = size - valid
         if truncated:
             log.warning("%s: truncating %d invalid bytes at position %d", self.log_path, truncated, valid)
@@ -297,6 +291,39 @@ class LogSegment:
         self.size = valid
         self._rolling_ts = None
         return headers, truncated
+
+    def _index_recovered(self, headers: list[BatchHeader]) -> int:
+        """`_index` of every recovered batch in one loop (recovery of a GiB is ~65k batches).
+
+        Offsets outside this segment (first batch below the base, relative offset past int32) are
+        corrupt: indexing stops at the first such batch. Returns how many batches were indexed.
+        """
+        base = self.base_offset
+        interval = self.index_interval_bytes
+        offset_index, time_index = self.offset_index, self.time_index
+        since = self.bytes_since_last_index_entry
+        max_ts, offset_of_max_ts = self.max_timestamp, self.offset_of_max_timestamp
+        indexed_ts = time_index.last_entry()[0] if time_index.entries else None
+        kept = 0
+        for h in headers:
+            position, base_offset, batch_length, _, _, _, _, last_delta, _, ts = h[:10]
+            last = base_offset + last_delta
+            if not (0 <= base_offset - base <= INT32_MAX and 0 <= last - base <= INT32_MAX):
+                break
+            kept += 1
+            if ts > max_ts:
+                max_ts, offset_of_max_ts = ts, base_offset
+            if since > interval:
+                offset_index.append(last, position)
+                # maybe_append ignores a timestamp <= its last one: skip the call then.
+                if max_ts >= 0 and (indexed_ts is None or max_ts > indexed_ts):
+                    time_index.maybe_append(max_ts, offset_of_max_ts)
+                    indexed_ts = max_ts
+                since = 0
+            since += batch_length + LOG_OVERHEAD
+        self.max_timestamp, self.offset_of_max_timestamp = max_ts, offset_of_max_ts
+        self.bytes_since_last_index_entry = since
+        return kept
 
     def sanity_check(self) -> None:
         """Cheap checks of a segment opened without recovery; KafkaError(CORRUPT_MESSAGE) on failure."""

@@ -123,20 +123,39 @@ def iter_segment_batches(fd: int, size: int) -> Iterator[tuple[BatchHeader, memo
         start = pos
 
 
-def _keys_and_offsets(header: BatchHeader, batch: memoryview) -> Iterator[tuple[bytes | None, int]]:
-    """(key, offset) of every record, decoding only the record prefixes (values are skipped)."""
+def _scan_records(header: BatchHeader, batch: memoryview) -> list[tuple[bytes | None, int, bool]]:
+    """(key, offset, is tombstone) of every record: only the record prefixes are parsed, values are
+    skipped (the common superseded batch is dropped without a full decode)."""
     data = decompress(header.compression, batch[BATCH_OVERHEAD:])
     pos = 0
     base = header.base_offset
+    out: list[tuple[bytes | None, int, bool]] = []
+    append = out.append
+    # Hot loop (~5 varints per record): single-byte varints inline, longer ones via read_varint.
     for _ in range(header.records_count):
         length, pos = read_varint(data, pos)
         end = pos + length
         p = pos + 1  # attributes
-        _, p = read_varint(data, p)  # timestamp delta
-        delta, p = read_varint(data, p)
-        key_len, p = read_varint(data, p)
-        yield (bytes(data[p : p + key_len]) if key_len >= 0 else None), base + delta
+        while data[p] & 0x80:  # timestamp delta: skipped
+            p += 1
+        b = data[p + 1]
+        if b < 0x80:
+            delta, p = (b >> 1) ^ -(b & 1), p + 2
+        else:
+            delta, p = read_varint(data, p + 1)
+        b = data[p]
+        if b < 0x80:
+            key_len, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            key_len, p = read_varint(data, p)
+        key = None
+        if key_len >= 0:
+            key = data[p : p + key_len]
+            p += key_len
+        # A null value is the varint -1: the single byte 0x01.
+        append((key, base + delta, data[p] == 1))
         pos = end
+    return out
 
 
 def build_offset_map(pieces: Sequence[Piece], max_entries: int) -> OffsetMapResult:
@@ -152,7 +171,7 @@ def build_offset_map(pieces: Sequence[Piece], max_entries: int) -> OffsetMapResu
         for header, batch in iter_segment_batches(piece.fd, piece.size):
             if header.is_control:
                 continue
-            for key, offset in _keys_and_offsets(header, batch):
+            for key, offset, _ in _scan_records(header, batch):
                 n += 1
                 if key is not None:
                     seg_map[key] = offset
@@ -232,29 +251,28 @@ def filter_batch(
     """(the batch to write or None, records kept, its delete horizon if it still holds tombstones)."""
     if header.is_control:
         return batch, header.records_count, None
-    horizon = header.base_timestamp if header.has_delete_horizon else None
-    drop_tombstones = horizon is not None and rules.now_ms >= horizon
-    records = decode_batch(batch).records
-    kept: list[Record] = []
+    old_horizon = header.base_timestamp if header.has_delete_horizon else None
+    drop_tombstones = old_horizon is not None and rules.now_ms >= old_horizon
+    scanned = _scan_records(header, batch)
+    keep: list[int] = []
     tombstones = False
-    for r in records:
-        if r.key is None or r.offset < offsets.get(r.key, -1):
+    for i, (key, offset, tombstone) in enumerate(scanned):
+        if key is None or offset < offsets.get(key, -1):
             continue
-        if r.value is None:
+        if tombstone:
             if drop_tombstones:
                 continue
             tombstones = True
-        kept.append(r)
-    if not kept:
+        keep.append(i)
+    if not keep:
         return None, 0, None
-    if tombstones and horizon is None:
-        horizon = rules.now_ms + rules.delete_retention_ms
-    elif not tombstones:
-        horizon = None
-    if len(kept) == len(records) and horizon == (
-        header.base_timestamp if header.has_delete_horizon else None
-    ):
-        return batch, len(kept), horizon
+    horizon = None
+    if tombstones:
+        horizon = rules.now_ms + rules.delete_retention_ms if old_horizon is None else old_horizon
+    if len(keep) == len(scanned) and horizon == old_horizon:
+        return batch, len(keep), horizon
+    records = decode_batch(batch).records
+    kept: list[Record] = [records[i] for i in keep]
     return _rebuild(header, kept, horizon), len(kept), horizon
 
 

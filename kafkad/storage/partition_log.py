@@ -299,7 +299,7 @@ class PartitionLog:
             if not replica:
                 patch_offset_and_epoch(records, h.position, first, leader_epoch)
             ts = h.max_timestamp
-            self.active_segment.append(last_offset, ts if ts > -1 else -1, first, records)
+            self._segments[-1].append(last_offset, ts if ts > -1 else -1, first, records)
             epoch = h.partition_leader_epoch if replica else leader_epoch
             if epoch > epochs.latest_epoch:
                 epochs.assign(epoch, first)
@@ -340,10 +340,14 @@ class PartitionLog:
                 self._replace_empty_active(first_offset)
             return
         cfg = self.config
+        rolling_ts = seg._rolling_ts  # time_waited_for_roll's common case, inlined (per append)
+        if rolling_ts is not None and rolling_ts >= 0 and not cfg.log_append_time:
+            waited = max_ts - rolling_ts
+        else:
+            waited = seg.time_waited_for_roll(now_ms, now_ms if cfg.log_append_time else max_ts)
         if (
             seg.size > cfg.segment_bytes - size
-            or seg.time_waited_for_roll(now_ms, now_ms if cfg.log_append_time else max_ts)
-            > cfg.segment_ms - self._jitter
+            or waited > cfg.segment_ms - self._jitter
             or seg.offset_index.is_full
             or seg.time_index.is_full
             or not 0 <= last_offset - seg.base_offset <= 0x7FFFFFFF  # seg.can_hold, inlined

@@ -223,11 +223,7 @@ class LogSegment:
         self.size = position + size
         if self._rolling_ts is None and position == 0:
             self._rolling_ts = largest_ts
-        self._index(largest_offset, position, largest_ts, offset_of_max_ts, size)
-
-    def _index(
-        self, largest_offset: int, position: int, largest_ts: int, offset_of_max_ts: int, size: int
-    ) -> None:
+        # Index rule (module docstring), inline: this runs once per produced partition batch.
         if largest_ts > self.max_timestamp:
             self.max_timestamp = largest_ts
             self.offset_of_max_timestamp = offset_of_max_ts
@@ -235,8 +231,9 @@ class LogSegment:
             self.offset_index.append(largest_offset, position)
             if self.max_timestamp >= 0:
                 self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += size
+            self.bytes_since_last_index_entry = size
+        else:
+            self.bytes_since_last_index_entry += size
 
     def truncate_to(self, offset: int) -> int:
         """Remove batches with offsets >= `offset` (batch boundaries); returns bytes removed."""

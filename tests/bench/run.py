@@ -143,7 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     suffix = "" if set(only) == set(SCENARIOS) else "-" + "-".join(only)
     report.write_json(a.out / f"{mode.value}{suffix}.json", mode.value, ctx.rows, ctx.series, meta)
     pngs = report.plots(a.out, mode.value + suffix, ctx.series)
-    print(report.table(ctx.rows))
+    table = report.table(ctx.rows)
+    (a.out / f"{mode.value}{suffix}.md").write_text(
+        f"kafkad bench, mode {mode.value}, commit {meta['commit']}, {meta['date']}, wall {meta['wall_s']}s\n\n"
+        + table
+        + "\n"
+    )
+    print(table)
     print(
         f"\nwall {meta['wall_s']}s; wrote {a.out / (mode.value + suffix + '.json')} and {[str(p) for p in pngs]}"
     )

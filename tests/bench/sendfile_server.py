@@ -18,17 +18,21 @@ def serve(port: int, paths: list[str], chunk: int) -> None:
     with socket.create_server(("127.0.0.1", port), backlog=16) as srv:
         while True:
             conn, _ = srv.accept()
-            with conn:
-                out = conn.fileno()
-                for path in paths:
-                    fd = os.open(path, os.O_RDONLY)
-                    try:
-                        size = os.fstat(fd).st_size
-                        pos = 0
-                        while pos < size:
-                            pos += os.sendfile(out, fd, pos, min(chunk, size - pos))
-                    finally:
-                        os.close(fd)
+            # A client that goes away early (the harness's readiness probe) is not an error.
+            with conn, contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                _stream(conn.fileno(), paths, chunk)
+
+
+def _stream(out: int, paths: list[str], chunk: int) -> None:
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            pos = 0
+            while pos < size:
+                pos += os.sendfile(out, fd, pos, min(chunk, size - pos))
+        finally:
+            os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> None:

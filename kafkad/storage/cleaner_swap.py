@@ -78,14 +78,17 @@ def _end_offset(directory: Path, base_offset: int) -> int:
 
 def recover_swaps(directory: Path) -> int:
     """Blocking: finish every committed swap of `directory` (see the module docstring); the count."""
-    swaps = sorted(
-        b for p in directory.glob("*" + LOG_SUFFIX + SWAP_SUFFIX) if (b := _base(p.name)) is not None
-    )
+    swap_log = LOG_SUFFIX + SWAP_SUFFIX
+    with os.scandir(directory) as entries:  # one cheap listing: usually there is nothing to do
+        names = [e.name for e in entries]
+    swaps = sorted(b for n in names if n.endswith(swap_log) and (b := _base(n)) is not None)
+    if not swaps:
+        return 0
+    log_bases = [b for n in names if n.endswith(LOG_SUFFIX) and (b := _base(n)) is not None]
     for base in swaps:
         end = _end_offset(directory, base)
-        for p in directory.glob("*" + LOG_SUFFIX):
-            b = _base(p.name)
-            if b is not None and base <= b < end:
+        for b in log_bases:
+            if base <= b < end:
                 for suffix in _SEGMENT_SUFFIXES:
                     remove_quietly(directory / (file_stem(b) + suffix))
         stem = file_stem(base)
@@ -98,6 +101,5 @@ def recover_swaps(directory: Path) -> int:
         log.warning(
             "%s: completed the interrupted swap of cleaned segment %d (up to %d)", directory, base, end
         )
-    if swaps:
-        fsync_dir(directory)
+    fsync_dir(directory)
     return len(swaps)

@@ -20,13 +20,19 @@ log = logging.getLogger(__name__)
 TOPIC = "fetchsrc"
 
 
-def _measure(ctx: Context, target: Target, job: Job) -> tuple[float, float]:
-    """(MB/s, server CPU seconds per GiB)."""
+def _measure(ctx: Context, target: Target, job: Job, passes: int = 1) -> tuple[float, float]:
+    """(MB/s, server CPU seconds per GiB) over `passes` back-to-back reads: psutil's CPU times tick
+    every 10 ms, so a 256 MiB read that takes 0.1 s needs repeating to be measured to a few percent."""
     meter = CpuMeter(target)
-    res = ctx.pool.run([job], on_go=meter.start)
+    meter.start()
+    nbytes = 0
+    seconds = 0.0
+    for _ in range(passes):
+        r = ctx.pool.run([job]).results[0]
+        nbytes += r["bytes"]
+        seconds += r["s"]
     meter.stop()
-    r = res.results[0]
-    return r["bytes"] / r["s"] / 1e6, meter.seconds / (r["bytes"] / GiB)
+    return nbytes / seconds / 1e6, meter.seconds / (nbytes / GiB)
 
 
 def fetch(ctx: Context) -> None:
@@ -39,8 +45,9 @@ def fetch(ctx: Context) -> None:
         raw: list[tuple[float, float]] = []
         ck: list[tuple[float, float]] = []
         base: list[tuple[float, float]] = []
+        passes = max(1, (2 * GiB) // ctx.settings.fetch_bytes)
         for _ in range(ctx.settings.runs):
-            base.append(_measure(ctx, sendfile.target, Job("raw_drain", {"port": sendfile.port})))
+            base.append(_measure(ctx, sendfile.target, Job("raw_drain", {"port": sendfile.port}), passes))
             raw.append(
                 _measure(
                     ctx,
@@ -54,6 +61,7 @@ def fetch(ctx: Context) -> None:
                             "max_bytes": 8 << 20,
                         },
                     ),
+                    passes,
                 )
             )
             ck.append(

@@ -2,8 +2,10 @@
 
 How it works: systemd passes the path of an AF_UNIX datagram socket in $NOTIFY_SOCKET ('@' prefix =
 abstract namespace). Each notification is one datagram of newline-separated KEY=VALUE assignments.
-`Notifier` uses systemd-python's `systemd.daemon.notify` (the C sd_notify) when the optional package
-is installed, else sends the datagram itself, so the daemon needs no optional package. Without
+`Notifier` sends the datagram itself from a non-blocking socket. systemd-python's
+`systemd.daemon.notify` (the C sd_notify) is used only when asked for (`use_systemd=True`): it sends in
+blocking mode, and a notify socket nobody drains (its queue holds ~10 datagrams) would then freeze the
+event loop on the next watchdog ping. Without
 $NOTIFY_SOCKET (not under systemd) every call is a cheap no-op returning False.
 
 Watchdog: with WatchdogSec= systemd sets $WATCHDOG_USEC (and $WATCHDOG_PID). `watchdog_interval()`
@@ -76,8 +78,8 @@ class _DatagramSender:
 class Notifier:
     """Notifications to the service manager; a no-op when not started by systemd.
 
-    `use_systemd=None` picks systemd-python if importable; True requires it; False forces the
-    built-in socket fallback. The environment is read once, at construction.
+    `use_systemd=True` requires systemd-python's blocking sd_notify; otherwise (the default) the
+    built-in non-blocking socket sender is used. The environment is read once, at construction.
     """
 
     def __init__(self, environ: Mapping[str, str] | None = None, *, use_systemd: bool | None = None) -> None:
@@ -89,7 +91,7 @@ class Notifier:
         if self._socket_path is None:
             self.backend = "none"
             return
-        native = _load_systemd_notify() if use_systemd is not False else None
+        native = _load_systemd_notify() if use_systemd else None
         if use_systemd and native is None:
             raise RuntimeError("use_systemd=True but systemd-python is not installed")
         if native is not None and environ is None:

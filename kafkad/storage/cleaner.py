@@ -200,8 +200,11 @@ class LogCleaner:
         """Event loop: put a cleaned group in place of its old segments, unless the log changed."""
         if self.source.get(plog.topic, plog.partition) is not plog:
             return False  # deleted (or reassigned) while being cleaned
-        if any(p.size != getattr(p.segment, "size", -1) for p in group.pieces):
-            return False
+        live = {id(seg): seg.size for seg, _ in plog.cleanable_segments() if not seg.deleted}
+        later = [m for m in group.mapped if m.base_offset >= group.end_offset]  # earlier: swapped
+        pieces = {id(p.segment): p for p in (*group.pieces, *later)}
+        if any(live.get(k) != p.size for k, p in pieces.items()):
+            return False  # a segment it was built from is gone, active again, or changed
         old = [p.segment for p in group.pieces]
         return plog.replace_segments(old, group.base_offset, group.end_offset)  # type: ignore[arg-type]
 
@@ -221,6 +224,7 @@ class LogCleaner:
             offsets, end = mapped.offsets, mapped.end_offset
         else:
             offsets, end = {}, task.first_dirty
+        sources = [p for p in task.dirty if p.base_offset < end]
         rules = RewriteRules(
             now_ms=task.now_ms,
             delete_retention_ms=cfg.delete_retention_ms,
@@ -235,7 +239,7 @@ class LogCleaner:
         for group in groups:
             cleaned: CleanedGroup | None = None
             try:
-                cleaned = write_cleaned_group(plog.directory, group, offsets, rules)
+                cleaned = write_cleaned_group(plog.directory, group, offsets, rules, sources)
                 ok = swap(plog, cleaned)
             except Exception:
                 discard_cleaned(plog.directory, group[0].base_offset)

@@ -88,6 +88,9 @@ class CleanedGroup:
     records_read: int
     records_kept: int
     min_delete_horizon: int | None  # earliest delete horizon of a batch still holding tombstones
+    # The dirty segments the offset map came from: the swap is valid only while they are intact (a
+    # truncation that removed them would make the map drop values that are now the latest).
+    mapped: tuple[Piece, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +280,11 @@ def filter_batch(
 
 
 def write_cleaned_group(
-    directory: Path, group: Sequence[Piece], offsets: dict[bytes, int], rules: RewriteRules
+    directory: Path,
+    group: Sequence[Piece],
+    offsets: dict[bytes, int],
+    rules: RewriteRules,
+    mapped: Sequence[Piece] = (),
 ) -> CleanedGroup:
     """Blocking: rewrite `group` into its `.cleaned` files (fsynced) and describe the result."""
     base = group[0].base_offset
@@ -330,7 +337,7 @@ def write_cleaned_group(
         time_index.close()
     end = group[-1].next_offset
     _write_small(range_path, f"{end}\n".encode())
-    return CleanedGroup(directory, base, end, tuple(group), position, read, kept, min_horizon)
+    return CleanedGroup(directory, base, end, tuple(group), position, read, kept, min_horizon, tuple(mapped))
 
 
 def _write_all(fd: int, parts: list[bytes | memoryview]) -> None:

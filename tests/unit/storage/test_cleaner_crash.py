@@ -144,3 +144,23 @@ def test_refused_swap_discards_files_and_keeps_the_log(tmp_path: Path) -> None:
     assert cleaner.checkpointed("t", 0) is None
     assert not [p for p in plog.directory.iterdir() if p.name.endswith((".cleaned", ".swap"))]
     assert read_records(plog) == original[:5]
+
+
+def test_truncation_of_the_mapped_dirty_section_refuses_the_swap(tmp_path: Path) -> None:
+    clock = ManualClock()
+    plog = open_compacted(tmp_path, clock, overrides={"segment.bytes": "2048"})
+    for r in range(3):  # three closed segments too big to share a group
+        produce(plog, clock, keyed(10, 4, tag=f"r{r}-"))
+        plog.roll()
+    produce(plog, clock, keyed(10, 1, tag="active"))
+    third = plog.cleanable_segments()[2][0].base_offset
+    cleaner = cleaner_for(plog, clock)
+    task = cleaner.grab_filthiest()
+    assert task is not None and len(task.dirty) == 3
+    plog.truncate_to(third)  # the newest values, which the map would prefer, are gone
+    stats = cleaner.clean(task, cleaner.swap_on_loop)
+    assert not stats.completed and stats.groups == 0
+    kept = latest(read_records(plog))
+    assert sorted(v or b"" for _, _, v in kept.values()) == sorted(
+        f"r1-3-{k}".encode() for k in range(10)
+    )  # every key still has its round-1 value

@@ -185,3 +185,21 @@ def test_small_segments_are_grouped(tmp_path: Path) -> None:
     cleaner_for(plog, clock).clean_all_now()
     assert plog.segment_count == 2  # one cleaned group + the active segment
     assert len(read_records(plog)) == 3
+
+
+def test_a_group_emptied_by_cleaning_stays_readable_and_reopens(tmp_path: Path) -> None:
+    clock = ManualClock()
+    plog = open_compacted(tmp_path, clock, overrides={"segment.bytes": "2048"})
+    produce(plog, clock, keyed(10, 4, tag="old"))  # every value superseded by the next segment
+    plog.roll()
+    produce(plog, clock, keyed(10, 4, tag="new"))
+    plog.roll()
+    cleaner_for(plog, clock).clean_all_now()
+    first = plog.cleanable_segments()[0][0]
+    assert first.base_offset == 0 and first.size == 0  # kept as an empty segment (Kafka does too)
+    result = plog.read(0, 1 << 20)
+    got = [(r.offset, r.value) for b in iter_batches(result.slices[0].read()) for r in b.records]
+    assert got == [(70 + k, f"new3-{k}".encode()) for k in range(10)]
+    plog.close()
+    reopened = open_compacted(tmp_path, clock, recover=True)
+    assert [r[2] for r in read_records(reopened)] == [f"new3-{k}".encode() for k in range(10)]

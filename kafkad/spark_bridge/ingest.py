@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -123,7 +124,7 @@ def _write_ledger(output: Path, segments: dict[str, dict[str, Any]]) -> None:
 def _maybe_crash(step: str) -> None:
     if os.environ.get(_CRASH_ENV) == step:
         log.warning("crash injected at %s", step)
-        os.kill(os.getpid(), 9)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 # --- staging -----------------------------------------------------------------------------------

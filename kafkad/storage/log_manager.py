@@ -122,6 +122,10 @@ class LogManager:
         self._freed: list[_Freed] = []
         self._lock = threading.Lock()  # load() and the loop may both queue deletions
         self.budget = BudgetState()
+        # Spark bridge metrics: segments retention kept only because they are unshipped (last pass),
+        # and unshipped segments the disk budget had to delete anyway (since start).
+        self.retention_held_segments = 0
+        self.unshipped_deleted_total = 0
         self.load_stats: LoadStats | None = None
 
     # ---- start and stop -------------------------------------------------------------------------
@@ -393,16 +397,44 @@ class LogManager:
         """Loop-safe: apply retention.ms / retention.bytes / the log start offset to every log.
 
         Whole segments only, oldest first, never data above the high watermark (PartitionLog's rules).
+        With an `is_shipped` check (the Spark bridge runs), an unshipped segment and all newer ones are
+        kept: only the disk budget may delete unshipped data.
         Their files go after file.delete.delay.ms via `collect_deletions`. Returns segments deleted.
         """
         deleted = 0
+        held = 0
+        gated = self._is_shipped is not everything_shipped
         for tp, plog in list(self._logs.items()):
             before = plog.size_bytes
-            n = plog.apply_retention(now_ms)
+            if gated:
+                n, kept = self._retain_shipped(tp, plog, now_ms)
+                held += kept
+            else:
+                n = plog.apply_retention(now_ms)
             if n:
                 deleted += n
                 self._note_freed(tp, plog, before - plog.size_bytes)
+        self.retention_held_segments = held
         return deleted
+
+    def _retain_shipped(self, tp: TopicPartition, plog: PartitionLog, now_ms: int) -> tuple[int, int]:
+        """Retention with the Spark bridge on: the first unshipped segment stops the deletable prefix.
+
+        Returns (deleted, held back). When every candidate and the active segment count as shipped
+        (a topic the bridge does not ship) the log's own rule runs, including its roll of an expired
+        active segment; otherwise no roll here (the bridge rolls old active segments itself).
+        """
+        topic, p = tp
+        candidates = plog.retention_candidates(now_ms)
+        shipped = [self._is_shipped(topic, p, c.base_offset) for c in candidates]
+        if all(shipped) and self._is_shipped(topic, p, plog.active_segment.base_offset):
+            return plog.apply_retention(now_ms), 0
+        deleted = 0
+        for ok in shipped:
+            if not ok or plog.delete_oldest_segment() is None:
+                break
+            deleted += 1
+        return deleted, len(candidates) - deleted
 
     def budget_pass(self, now_ms: int) -> BudgetPlan:
         """Loop-safe (statvfs per log dir): enforce the broker-wide disk budget, block or unblock writes."""
@@ -434,6 +466,7 @@ class LogManager:
             candidates=self._candidates(),
             is_shipped=self._is_shipped,
         )
+        self.unshipped_deleted_total += len(plan.unshipped)
         for c in plan.unshipped:
             log.warning(
                 "DISK BUDGET: deleting segment %s-%d base offset %d (%d bytes) that the Spark bridge has NOT "

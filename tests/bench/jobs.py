@@ -55,9 +55,14 @@ def produce_throughput(
         for _ in range(2000):
             try:
                 produce(topic, value)
-            except BufferError:
-                poll(0.001)
-                produce(topic, value)
+            except BufferError:  # local queue full: serve delivery reports until there is room
+                while True:
+                    poll(0.001)
+                    try:
+                        produce(topic, value)
+                        break
+                    except BufferError:
+                        pass
         n += 2000
         poll(0)
     left = p.flush(60)
@@ -119,7 +124,10 @@ def consume_latency(
             **config,
         }
     )
-    c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_END)])
+    # Start at the high watermark read now (OFFSET_END would be resolved lazily, possibly after the
+    # producer's first records).
+    _, high = c.get_watermark_offsets(ck.TopicPartition(topic, 0), timeout=10)
+    c.assign([ck.TopicPartition(topic, 0, high)])
     c.poll(0.5)  # fetch starts; the producer's warm-up record may arrive and is skipped below
     _ready(conn)
     lat: list[float] = []

@@ -1,7 +1,8 @@
 """Profile kafkad's produce and fetch paths under load with py-spy; write the top costs.
 
-How it works: start a kafkad, put it under load from the worker pool (4 confluent producers, 100 B,
-acks=1, linger.ms=5; or raw Fetch catch-up passes over 256 MiB), and meanwhile run
+How it works: start a kafkad, put it under load from the worker pool (produce: 4 confluent producers, 100 B,
+acks=1, linger.ms=5; small: 64 raw connections, one 1-record Produce in flight each; fetch: raw Fetch
+catch-up passes over 256 MiB), and meanwhile run
 `py-spy record --pid <kafkad> --format raw` (collapsed stacks). The stacks are folded per function
 (line numbers dropped): "self" is the share of samples with that function on top of the stack,
 "total" the share with it anywhere on the stack. Results: bench/results/profile-<what>.txt, plus the raw
@@ -55,10 +56,13 @@ def fold(raw: str, top: int = 30) -> str:
     return "\n".join(out) + "\n"
 
 
+NATIVE = False  # --native: include C frames (uvloop, syscalls) in the stacks
+
+
 def _pyspy(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
     exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
     cmd = [exe, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "200"]
-    cmd += ["--format", "raw", "--nonblocking", "-o", str(out)]
+    cmd += ["--format", "raw", "-o", str(out)] + (["--native"] if NATIVE else ["--nonblocking"])
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -66,7 +70,9 @@ def profile(what: str, seconds: float, work: Path, out_dir: Path, pool: Pool) ->
     broker = start_broker(work / what)
     try:
         target = broker_target(broker)
-        raw_path = out_dir / f"profile-{what}.collapsed.txt"
+        tag = f"{what}-native" if NATIVE else what
+        raw_path = out_dir / f"profile-{tag}.collapsed.txt"
+        spy: list[subprocess.Popen[bytes]] = []
         if what == "produce":
             create_topic(target.bootstrap, "prof", 1)
             job = Job(
@@ -79,12 +85,26 @@ def profile(what: str, seconds: float, work: Path, out_dir: Path, pool: Pool) ->
                     "config": {"acks": "1", "linger.ms": 5},
                 },
             )
-            spy: list[subprocess.Popen[bytes]] = []
+            spy = []
             pool.run([job] * 4, on_go=lambda: spy.append(_pyspy(target.pid, seconds, raw_path)))
+        elif what == "small":
+            create_topic(target.bootstrap, "prof", 1)
+            job = Job(
+                "raw_small_requests",
+                {
+                    "port": broker.port,
+                    "topic": "prof",
+                    "connections": 64,
+                    "duration_s": seconds + 2,
+                    "record_size": 100,
+                },
+            )
+            spy = []
+            pool.run([job], on_go=lambda: spy.append(_pyspy(target.pid, seconds, raw_path)))
         else:
             create_topic(target.bootstrap, "prof", 1)
             records = asyncio.run(bulk_load("127.0.0.1", broker.port, "prof", 1, 256 << 20, 1024))
-            spy = [_pyspy(target.pid, seconds, raw_path)]
+            spy.append(_pyspy(target.pid, seconds, raw_path))
             job = Job(
                 "raw_fetch",
                 {"port": broker.port, "topic": "prof", "end_offset": records, "max_bytes": 8 << 20},
@@ -94,7 +114,7 @@ def profile(what: str, seconds: float, work: Path, out_dir: Path, pool: Pool) ->
         _, err = spy[0].communicate(timeout=seconds + 60)
         if spy[0].returncode != 0:
             raise RuntimeError(f"py-spy failed: {err.decode(errors='replace')}")
-        report = out_dir / f"profile-{what}.txt"
+        report = out_dir / f"profile-{tag}.txt"
         report.write_text(
             f"kafkad {what} path under load, py-spy {seconds:g}s\n" + fold(raw_path.read_text())
         )
@@ -108,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--what", default="produce,fetch")
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--native", action="store_true", help="sample C frames too (uvloop, libc)")
     a = p.parse_args(argv)
+    global NATIVE
+    NATIVE = a.native
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     a.out.mkdir(parents=True, exist_ok=True)
     pool = Pool(4)

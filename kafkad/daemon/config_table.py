@@ -562,7 +562,9 @@ KEYS: tuple[ConfigKey, ...] = (
         "bridge.topics",
         LST,
         [],
-        "kafkad: topics to ship (empty = every topic except internal ones).",
+        "kafkad: topics to ship, comma-separated; each entry is a regular expression that must match "
+        "the whole topic name (`orders-.*` ships orders-eu and orders-us, `orders` only the topic "
+        "orders); empty = every topic not starting with `__`.",
         M,
         group="bridge",
     ),

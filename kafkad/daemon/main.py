@@ -1,7 +1,7 @@
 """`kafkad`: load config, open the logs, serve, run periodic storage work, stop cleanly on SIGTERM/SIGINT.
 
 Startup: config (exit 2 on ConfigError) -> meta.properties -> LogManager.load in an executor (recovery
-after a crash) -> partitions -> listeners. Periodic tasks decide on the loop and do blocking work in the
+after a crash) -> partitions -> Spark bridge shipper (bridge.enabled) -> listeners. Periodic tasks decide on the loop and do blocking work in the
 default executor. Shutdown: stop accepting, wake long polls, finish in-flight requests (bounded by
 shutdown.timeout.ms), close connections, then LogManager.shutdown (flush, checkpoints, clean marker).
 """
@@ -30,6 +30,7 @@ from kafkad.daemon.server import Server
 from kafkad.replication.manager import ReplicaManager
 
 if TYPE_CHECKING:
+    from kafkad.daemon.bridge_service import BridgeService, ShippedGate
     from kafkad.daemon.log_cleaner_task import CleanerService
     from kafkad.storage.log_manager import LogManager
 
@@ -111,6 +112,15 @@ async def _watch_interfaces(config: BrokerConfig, broker: Broker, server: Server
     return netlink.NetlinkWatcher(names, on_dump, loop)
 
 
+def _bridge_gate(config: BrokerConfig) -> ShippedGate | None:
+    """bridge.enabled: the LogManager's late-bound is_shipped, attached to the shipper once it exists."""
+    if not config.bridge.enabled:
+        return None
+    from kafkad.daemon.bridge_service import ShippedGate
+
+    return ShippedGate()
+
+
 def _start_cleaner(config: BrokerConfig, log_manager: LogManager, clock: Clock) -> CleanerService | None:
     """log.cleaner.enable: compaction of cleanup.policy=compact topics (e.g. __consumer_offsets)."""
     from kafkad.daemon.log_cleaner_task import CleanerService
@@ -125,6 +135,7 @@ def _start_cleaner(config: BrokerConfig, log_manager: LogManager, clock: Clock) 
 
 async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Event | None = None) -> int:
     from kafkad.daemon.health import OpsRuntime
+    from kafkad.storage.disk_budget import everything_shipped
     from kafkad.storage.log_manager import LogManager
     from kafkad.storage.meta_properties import ensure_meta_properties
 
@@ -145,7 +156,13 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     broker_id, cluster_id = await loop.run_in_executor(
         None, lambda: ensure_meta_properties(dirs, config.server.broker_id)
     )
-    log_manager = LogManager(config.log_manager_config(), config.log_config(), clock)
+    gate = _bridge_gate(config)
+    log_manager = LogManager(
+        config.log_manager_config(),
+        config.log_config(),
+        clock,
+        is_shipped=gate if gate is not None else everything_shipped,
+    )
     await loop.run_in_executor(None, log_manager.load)
     replicas = ReplicaManager(log_manager, broker_id)
     n = replicas.load_from_logs()
@@ -159,6 +176,20 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         under_replicated=lambda: sum(1 for p in replicas.all_partitions() if len(p.isr) < len(p.replicas)),
         log_dirs=dirs,
     )
+    bridge: BridgeService | None = None
+    if gate is not None:
+        from kafkad.daemon.bridge_service import start_bridge
+
+        serving = f"serving {n} partitions"
+        bridge = start_bridge(
+            config.bridge,
+            log_manager,
+            dirs,
+            gate,
+            loop=loop,
+            registry=ops.metrics.registry,
+            status=lambda text: ops.status(f"{serving}; {text}"),
+        )
     await _start_groups(broker)
     dispatcher = Dispatcher(broker, load_handlers(), on_request=ops.metrics.record_api)
     server = Server(
@@ -228,6 +259,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     server.close_all()
     if cleaner is not None:
         await cleaner.stop()  # before the logs close: no cleaning thread may still swap
+    if bridge is not None:
+        await bridge.close()  # before the logs close: its source reads the partition logs
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

@@ -82,7 +82,11 @@ def compile_struct(
             continue
         flush_run()
         rd, wr = field_codec(f, version, flexible)
-        plan.append(("one", (f, rd, wr)))
+        # A nullable array's null (aborted_transactions of every Fetch partition) is written inline.
+        null = None
+        if f.type.startswith("[]") and f.is_nullable(version):
+            null = b"\x00" if flexible else p.I32.pack(-1)
+        plan.append(("one", (f, rd, wr, null)))
     flush_run()
     tag_writers.sort(key=lambda t: t[0])
     return _generate(plan, absent_const, tuple(absent_fresh), tag_readers, tag_writers, flexible)
@@ -137,15 +141,23 @@ def _generate(
             rsrc.append(f"    pos += {s.size}")
             wsrc.append(f"    out += _pack{i}({', '.join(gets)})")
         else:
-            f, rd, wr = what
+            f, rd, wr, null = what
             ns[f"_rd{i}"], ns[f"_wr{i}"], ns[f"_d{var}"] = rd, wr, f.default_value()
-            ns[f"_msg{i}"] = f"field {f.name!r}: "
+            ns[f"_msg{i}"], ns[f"_null{i}"] = f"field {f.name!r}: ", null
             rsrc.append(f"    v{var}, pos = _rd{i}(buf, pos)")
             items.append(f"{f.name!r}: v{var}")
-            wsrc.append("    try:")
-            wsrc.append(f"        _wr{i}(out, get({f.name!r}, _d{var}))")
-            wsrc.append("    except _ERRORS as e:")
-            wsrc.append(f"        raise ValueError(_msg{i} + str(e)) from e")
+            pad = "    "
+            if null is not None:
+                wsrc.append(f"    v = get({f.name!r}, _d{var})")
+                wsrc.append("    if v is None:")
+                wsrc.append(f"        out += _null{i}")
+                wsrc.append("    else:")
+                pad = "        "
+            value = "v" if null is not None else f"get({f.name!r}, _d{var})"
+            wsrc.append(f"{pad}try:")
+            wsrc.append(f"{pad}    _wr{i}(out, {value})")
+            wsrc.append(f"{pad}except _ERRORS as e:")
+            wsrc.append(f"{pad}    raise ValueError(_msg{i} + str(e)) from e")
             var += 1
     rsrc.append(f"    d = {{{', '.join(items)}}}")
     if absent_const:

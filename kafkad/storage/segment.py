@@ -29,7 +29,7 @@ from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.checkpoints import remove_quietly
 from kafkad.storage.file_slice import FileSlice
 from kafkad.storage.offset_index import OffsetIndex
-from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, scan_valid_prefix
+from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, decode_batch, scan_valid_prefix
 from kafkad.storage.records.batch import LOG_OVERHEAD, read_header_at
 from kafkad.storage.time_index import TimeIndex
 
@@ -149,14 +149,15 @@ class LogSegment:
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record at/after `start_offset` with a timestamp >= `timestamp`
-        (Kafka's `findOffsetByTimestamp`). Records are walked only in the one matching batch, and only
-        if it is uncompressed CreateTime; otherwise the batch's (max timestamp, first offset) answers."""
+        (Kafka's `findOffsetByTimestamp`). Records are walked only in the one matching batch (a compressed
+        one is decompressed, as Kafka does); a LogAppendTime batch answers with its first offset, since
+        every record in it carries the batch's timestamp."""
         _, indexed_offset = self.time_index.lookup(timestamp)
         position = self.offset_index.lookup(max(indexed_offset, start_offset))[1]
         while position < self.size:
             header = self.header_at(position)
             if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
-                if header.compression == 0 and header.timestamp_type == 0:
+                if header.timestamp_type == 0:
                     found = self._first_record_at_or_after(header, timestamp, start_offset)
                     if found is not None:
                         return found
@@ -168,6 +169,15 @@ class LogSegment:
         self, header: BatchHeader, timestamp: int, start_offset: int
     ) -> tuple[int, int] | None:
         data = os.pread(self._fd, header.size, header.position)
+        if header.compression != 0:
+            try:
+                batch = decode_batch(data)
+            except Exception:  # codec errors come in each library's own types
+                return None  # undecodable: fall back to batch granularity
+            for rec in batch.records:
+                if rec.timestamp >= timestamp and rec.offset >= start_offset:
+                    return rec.timestamp, rec.offset
+            return None
         pos = BATCH_OVERHEAD
         try:
             for _ in range(header.records_count):

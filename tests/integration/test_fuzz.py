@@ -47,7 +47,10 @@ def _fetch_all(raw: Raw) -> bytes:
         "session_id": 0,
         "session_epoch": -1,
         "topics": [
-            {"topic": GUARD, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 24}]}
+            {
+                "topic": GUARD,
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 24}],
+            }
         ],
     }
     part = raw.call(1, 11, body)["responses"][0]["partitions"][0]

@@ -88,7 +88,7 @@ def test_scan_keeps_exactly_the_complete_prefix(
     # A batch survives when its bytes are unchanged; padding can recreate a cut tail byte for byte
     # (a gzip trailer ending in zeros, padded with zeros), and then that batch is rightly still valid.
     complete = []
-    for start, end in zip([0, *ends], ends):
+    for start, end in zip([0, *ends[:-1]], ends, strict=True):
         if damaged[start:end] != bytes(buf[start:end]):
             break
         complete.append(end)

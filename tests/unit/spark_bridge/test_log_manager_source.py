@@ -31,7 +31,9 @@ def _produce(plog: PartitionLog, clock: ManualClock, n: int) -> None:
     for i in range(n):
         recs = [SimpleRecord(key=b"k%d" % i, value=b"v" * 50, timestamp=clock.time_ms()) for _ in range(10)]
         plog.append(
-            memoryview(bytearray(build_batch(recs, compression=Compression.NONE if i % 2 else Compression.LZ4))),
+            memoryview(
+                bytearray(build_batch(recs, compression=Compression.NONE if i % 2 else Compression.LZ4))
+            ),
             leader_epoch=0,
             now_ms=clock.time_ms(),
         )

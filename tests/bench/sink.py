@@ -109,7 +109,7 @@ class SinkProtocol(asyncio.BufferedProtocol):
 
     def __init__(self, sink: Sink) -> None:
         self.sink = sink
-        self.buf = bytearray(1 << 20)
+        self.buf = bytearray(128 << 10)  # grows (doubling) only for connections that send big frames
         self.view = memoryview(self.buf)
         self.fill = 0
         self.transport: asyncio.Transport | None = None

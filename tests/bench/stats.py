@@ -7,6 +7,7 @@ matters on 2 shared cores), then summarizes the ratios.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -118,5 +119,5 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile of an already sorted sequence (q in 0..100)."""
     if not sorted_values:
         return float("nan")
-    k = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values) + 0.5) - 1))
+    k = max(0, min(len(sorted_values) - 1, math.ceil(q / 100 * len(sorted_values)) - 1))
     return float(sorted_values[k])

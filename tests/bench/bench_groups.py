@@ -1,0 +1,492 @@
+"""Consumer-group costs on a real kafkad: offset-commit CPU, commit load vs produce/fetch, rebalance time.
+
+`python -m tests.bench.bench_groups [--quick]` prints three tables and writes bench/results/groups.json.
+
+1. commit CPU: 100 raw asyncio connections (a separate process, so the bench's own CPU is not the
+   broker's) each send a "simple" OffsetCommit v7 (generation -1, empty member id, own group) 10 times a
+   second = 1,000 commits/s. Broker CPU = psutil cpu_times delta / wall, in % of one core, measured over
+   the same window idle and then under load, 3 runs.
+2. produce/fetch: a fixed count of 100-byte records through confluent-kafka, without and with the commit
+   load running; the ratio is taken pair by pair (the order alternates inside the pairs to cancel drift).
+3. rebalance: 5 confluent-kafka consumers (spawned processes) subscribe to one 10-partition topic at once;
+   on_assign/on_revoke callbacks send monotonic timestamps (CLOCK_MONOTONIC is system-wide) to the
+   parent, which finds the first instant every member holds a non-empty, disjoint share covering all
+   partitions. Server-side share: JoinGroup/SyncGroup totaltimems histogram sums from /metrics. Note a
+   JoinGroup's time includes the barrier wait for the other members (as in Kafka's purgatory).
+
+The machine is shared (2 cores), so every figure is min/median/max over runs, never a single sample.
+Helpers (`bench_broker`, `produce_records`, `spread`, ...) are reused by bench_bridge_impact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import multiprocessing as mp
+import queue
+import statistics
+import struct
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from multiprocessing.synchronize import Event as MpEvent
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from kafkad.protocol import ApiKey, RequestHeader, decode_response, encode_request
+from tests.integration.broker_process import BrokerProcess, free_port
+
+log = logging.getLogger(__name__)
+
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+CTX = mp.get_context("spawn")  # no fork of a process holding librdkafka threads
+COMMIT_TOPIC = "bench-commits"
+COMMIT_PARTITIONS = 10
+
+
+# --- shared helpers -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Spread:
+    min: float
+    median: float
+    max: float
+    n: int
+
+
+def spread(values: list[float]) -> Spread:
+    return Spread(min(values), statistics.median(values), max(values), len(values))
+
+
+def fmt(s: Spread, unit: str = "", digits: int = 2) -> str:
+    return f"{s.min:.{digits}f} / {s.median:.{digits}f} / {s.max:.{digits}f}{unit}"
+
+
+@contextmanager
+def bench_broker(overrides: Mapping[str, str] | None = None) -> Iterator[tuple[BrokerProcess, int]]:
+    """A fresh kafkad in a temp dir with a metrics listener; yields (broker, metrics_port)."""
+    mport = free_port()
+    with tempfile.TemporaryDirectory(prefix="kafkad-bench-") as d:
+        props = {"metrics.listeners": f"http://127.0.0.1:{mport}", **(overrides or {})}
+        with BrokerProcess(Path(d), props) as broker:
+            yield broker, mport
+
+
+def broker_cpu_s(broker: BrokerProcess) -> float:
+    """User + system CPU seconds of the broker process and its live children."""
+    assert broker.proc is not None
+    p = psutil.Process(broker.proc.pid)
+    total = 0.0
+    for q in [p, *p.children(recursive=True)]:
+        try:
+            t = q.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def create_topics(bootstrap: str, specs: Mapping[str, int]) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(t, num_partitions=n, replication_factor=1) for t, n in specs.items()]
+    )
+    for f in futures.values():
+        f.result(15)
+
+
+def produce_records(bootstrap: str, topic: str, n: int, size: int) -> float:
+    """Produce n records of `size` bytes (acks=all) and flush; returns records/s."""
+    from confluent_kafka import Producer
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "batch.size": 262_144,
+            "acks": "all",
+            "queue.buffering.max.messages": 500_000,
+        }
+    )
+    value = b"v" * size
+    errors = 0
+
+    def on_delivery(err: object, _msg: object) -> None:
+        nonlocal errors
+        if err is not None:
+            errors += 1
+
+    t0 = time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.005)
+    if p.flush(120) != 0 or errors:
+        raise RuntimeError(f"produce to {topic}: {errors} delivery errors")
+    return n / (time.perf_counter() - t0)
+
+
+def fetch_records(bootstrap: str, topic: str, n: int) -> float:
+    """Consume n records from partition 0 from the beginning; returns records/s."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"fetch-{topic}", "enable.auto.commit": False})
+    got = 0
+    t0 = time.perf_counter()
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    deadline = time.monotonic() + 120
+    while got < n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"fetch {topic}: {got} of {n} records in 120 s")
+        for m in c.consume(10_000, 1.0):
+            if m.error() is None:
+                got += 1
+    rate = n / (time.perf_counter() - t0)
+    c.close()
+    return rate
+
+
+def scrape(mport: int) -> dict[str, float]:
+    """Every sample line of /metrics as {'name{labels}': value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, val = line.rpartition(" ")
+            out[key] = float(val)
+    return out
+
+
+# --- 1. commit load -------------------------------------------------------------------------------
+async def _committer(port: int, idx: int, rate: float, stop: MpEvent, counts: list[int]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    corr, offset, period = 0, 0, 1.0 / rate
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(period * idx / 100)  # spread the 100 connections over the period
+    nxt = loop.time()
+    while not stop.is_set():
+        corr += 1
+        offset += 1
+        body = {
+            "group_id": f"bench-simple-{idx}",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "topics": [
+                {
+                    "name": COMMIT_TOPIC,
+                    "partitions": [
+                        {
+                            "partition_index": idx % COMMIT_PARTITIONS,
+                            "committed_offset": offset,
+                            "committed_metadata": "",
+                        }
+                    ],
+                }
+            ],
+        }
+        writer.write(encode_request(RequestHeader(ApiKey.OFFSET_COMMIT, 7, corr, "bench-commit"), body))
+        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        _, resp = decode_response(ApiKey.OFFSET_COMMIT, 7, await reader.readexactly(size))
+        err = resp["topics"][0]["partitions"][0]["error_code"]
+        counts[1 if err else 0] += 1
+        nxt += period
+        await asyncio.sleep(max(0.0, nxt - loop.time()))
+    writer.close()
+
+
+def _commit_load_main(port: int, conns: int, rate: float, ready: MpEvent, stop: MpEvent, q: Any) -> None:
+    async def run() -> None:
+        counts = [0, 0]
+        go = asyncio.Event()
+        t0 = 0.0
+
+        async def one(i: int) -> None:
+            await go.wait()
+            await _committer(port, i, rate, stop, counts)
+
+        tasks = [asyncio.create_task(one(i)) for i in range(conns)]
+        go.set()
+        await asyncio.sleep(0.2)
+        ready.set()
+        t0 = time.monotonic()
+        while not stop.is_set():
+            await asyncio.sleep(0.05)
+        await asyncio.gather(*tasks)
+        q.put((counts[0], counts[1], time.monotonic() - t0))
+
+    asyncio.run(run())
+
+
+class CommitLoad:
+    """`conns` connections x `rate` commits/s each, in a spawned process while the context is open."""
+
+    def __init__(self, port: int, conns: int = 100, rate: float = 10.0) -> None:
+        self.ready, self.stop_ev, self.q = CTX.Event(), CTX.Event(), CTX.Queue()
+        self.proc = CTX.Process(
+            target=_commit_load_main, args=(port, conns, rate, self.ready, self.stop_ev, self.q), daemon=True
+        )
+        self.ok = self.errors = 0
+        self.seconds = self.client_cpu_pct = 0.0
+
+    def __enter__(self) -> CommitLoad:
+        self.proc.start()
+        if not self.ready.wait(30):
+            raise RuntimeError("commit load did not start")
+        time.sleep(1.0)  # past the connection burst: measure the steady state
+        assert self.proc.pid is not None
+        self._ps = psutil.Process(self.proc.pid)
+        self._cpu0, self._t0 = sum(self._ps.cpu_times()[:2]), time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client_cpu_pct = (
+            100 * (sum(self._ps.cpu_times()[:2]) - self._cpu0) / (time.monotonic() - self._t0)
+        )
+        self.stop_ev.set()
+        self.ok, self.errors, self.seconds = self.q.get(timeout=30)
+        self.proc.join(10)
+
+    @property
+    def rate(self) -> float:
+        return self.ok / self.seconds if self.seconds else 0.0
+
+
+def bench_commit_cpu(runs: int, seconds: float) -> dict[str, Any]:
+    idle: list[float] = []
+    loaded: list[float] = []
+    achieved: list[float] = []
+    client: list[float] = []
+    errors = 0
+    for r in range(runs):
+        with bench_broker() as (broker, _):
+            create_topics(broker.bootstrap, {COMMIT_TOPIC: COMMIT_PARTITIONS})
+            time.sleep(1.0)
+            c0, t0 = broker_cpu_s(broker), time.monotonic()
+            time.sleep(seconds)
+            idle.append(100 * (broker_cpu_s(broker) - c0) / (time.monotonic() - t0))
+            with CommitLoad(broker.port) as load:
+                c0, t0 = broker_cpu_s(broker), time.monotonic()
+                time.sleep(seconds)
+                loaded.append(100 * (broker_cpu_s(broker) - c0) / (time.monotonic() - t0))
+            achieved.append(load.rate)
+            client.append(load.client_cpu_pct)
+            errors += load.errors
+        log.info("run %d: idle %.1f%% loaded %.1f%% at %.0f commits/s", r, idle[-1], loaded[-1], achieved[-1])
+    delta = [b - a for a, b in zip(idle, loaded, strict=True)]
+    return {
+        "seconds": seconds,
+        "idle_cpu_pct": asdict(spread(idle)),
+        "loaded_cpu_pct": asdict(spread(loaded)),
+        "commit_cost_cpu_pct": asdict(spread(delta)),
+        "commits_per_s": asdict(spread(achieved)),
+        "commit_errors": errors,
+        "load_generator_cpu_pct": asdict(spread(client)),
+    }
+
+
+# --- 2. produce/fetch with and without commits ----------------------------------------------------
+def bench_throughput(pairs: int, n: int) -> dict[str, Any]:
+    rows: dict[str, list[float]] = {k: [] for k in ("p_idle", "p_load", "f_idle", "f_load")}
+    with bench_broker() as (broker, _):
+        create_topics(broker.bootstrap, {COMMIT_TOPIC: COMMIT_PARTITIONS})
+        for k in range(pairs):
+            for loaded in (False, True) if k % 2 == 0 else (True, False):
+                topic = f"pf-{k}-{'load' if loaded else 'idle'}"
+                create_topics(broker.bootstrap, {topic: 1})
+                tag = "load" if loaded else "idle"
+                if loaded:
+                    with CommitLoad(broker.port):
+                        rows[f"p_{tag}"].append(produce_records(broker.bootstrap, topic, n, 100))
+                        rows[f"f_{tag}"].append(fetch_records(broker.bootstrap, topic, n))
+                else:
+                    rows[f"p_{tag}"].append(produce_records(broker.bootstrap, topic, n, 100))
+                    rows[f"f_{tag}"].append(fetch_records(broker.bootstrap, topic, n))
+    ratio = {
+        op: [b / a for a, b in zip(rows[f"{op}_idle"], rows[f"{op}_load"], strict=True)] for op in ("p", "f")
+    }
+    return {
+        "records": n,
+        "record_bytes": 100,
+        "produce_idle_rps": asdict(spread(rows["p_idle"])),
+        "produce_load_rps": asdict(spread(rows["p_load"])),
+        "produce_ratio": asdict(spread(ratio["p"])),
+        "fetch_idle_rps": asdict(spread(rows["f_idle"])),
+        "fetch_load_rps": asdict(spread(rows["f_load"])),
+        "fetch_ratio": asdict(spread(ratio["f"])),
+    }
+
+
+# --- 3. rebalance --------------------------------------------------------------------------------
+def _member_main(
+    bootstrap: str, topic: str, group: str, idx: int, go: MpEvent, stop: MpEvent, q: Any
+) -> None:
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+
+    def on_assign(_c: object, parts: list[Any]) -> None:
+        if not stop.is_set():
+            q.put(("assign", idx, time.monotonic(), [tp.partition for tp in parts]))
+
+    def on_revoke(_c: object, _parts: list[Any]) -> None:
+        if not stop.is_set():
+            q.put(("revoke", idx, time.monotonic(), []))
+
+    q.put(("ready", idx, time.monotonic(), []))
+    go.wait(60)
+    q.put(("subscribe", idx, time.monotonic(), []))
+    c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+    while not stop.is_set():
+        c.poll(0.05)
+    c.close()
+
+
+def _complete_at(events: list[tuple[str, int, float, list[int]]], members: int, parts: int) -> float | None:
+    held: dict[int, list[int]] = {}
+    for kind, idx, t, ps in sorted(events, key=lambda e: e[2]):
+        if kind in ("assign", "revoke"):
+            held[idx] = ps
+            shares = [held.get(i, []) for i in range(members)]
+            flat = sorted(p for s in shares for p in s)
+            if all(shares) and flat == list(range(parts)):
+                return t
+    return None
+
+
+def _metric_delta(before: dict[str, float], after: dict[str, float], api: str) -> tuple[float, float]:
+    """(count, total ms) of one API's totaltimems histogram between two scrapes."""
+    k = f'kafka_network_requestmetrics_totaltimems_{{}}{{{{request="{api}"}}}}'
+    cnt = after.get(k.format("count"), 0.0) - before.get(k.format("count"), 0.0)
+    tot = after.get(k.format("sum"), 0.0) - before.get(k.format("sum"), 0.0)
+    return cnt, tot
+
+
+def bench_rebalance(delay_ms: int, runs: int, members: int = 5, parts: int = 10) -> dict[str, Any]:
+    from_last: list[float] = []
+    from_first: list[float] = []
+    assigns: list[float] = []
+    server: dict[str, list[float]] = {
+        "JoinGroup_ms": [],
+        "SyncGroup_ms": [],
+        "JoinGroup_n": [],
+        "SyncGroup_n": [],
+    }
+    with bench_broker({"group.initial.rebalance.delay.ms": str(delay_ms)}) as (broker, mport):
+        for r in range(runs):
+            topic, group = f"rb-{r}", f"rb-group-{r}"
+            create_topics(broker.bootstrap, {topic: parts})
+            go, stop, q = CTX.Event(), CTX.Event(), CTX.Queue()
+            procs = [
+                CTX.Process(
+                    target=_member_main, args=(broker.bootstrap, topic, group, i, go, stop, q), daemon=True
+                )
+                for i in range(members)
+            ]
+            for p in procs:
+                p.start()
+            events: list[tuple[str, int, float, list[int]]] = []
+            while sum(1 for e in events if e[0] == "ready") < members:
+                events.append(q.get(timeout=60))
+            before = scrape(mport)
+            go.set()
+            deadline = time.monotonic() + 90
+            done = None
+            while done is None and time.monotonic() < deadline:
+                try:
+                    events.append(q.get(timeout=1))
+                except queue.Empty:
+                    continue
+                done = _complete_at(events, members, parts)
+            time.sleep(0.2)  # let the last SyncGroup's response be recorded
+            after = scrape(mport)
+            stop.set()
+            for p in procs:
+                p.join(30)
+            if done is None:
+                raise RuntimeError(f"rebalance did not complete in 90 s: {events}")
+            subs = [e[2] for e in events if e[0] == "subscribe"]
+            from_last.append(1000 * (done - max(subs)))
+            from_first.append(1000 * (done - min(subs)))
+            assigns.append(sum(1 for e in events if e[0] == "assign"))
+            for api in ("JoinGroup", "SyncGroup"):
+                n, ms = _metric_delta(before, after, api)
+                server[f"{api}_n"].append(n)
+                server[f"{api}_ms"].append(ms / n if n else 0.0)
+            log.info("delay %d run %d: %.0f ms after last subscribe", delay_ms, r, from_last[-1])
+    return {
+        "initial_rebalance_delay_ms": delay_ms,
+        "members": members,
+        "partitions": parts,
+        "ms_from_last_subscribe": asdict(spread(from_last)),
+        "ms_from_first_subscribe": asdict(spread(from_first)),
+        "on_assign_calls": asdict(spread(assigns)),
+        **{f"server_{k}": asdict(spread(v)) for k, v in server.items()},
+    }
+
+
+# --- CLI -----------------------------------------------------------------------------------------
+def _s(d: dict[str, Any], digits: int = 1, unit: str = "") -> str:
+    return fmt(Spread(**d), unit, digits)
+
+
+def print_tables(res: dict[str, Any]) -> None:
+    c = res["commit_cpu"]
+    print(f"\n1. Broker CPU, % of one core, {c['seconds']:.0f} s windows (min / median / max over runs)")
+    print(f"   idle broker              {_s(c['idle_cpu_pct'])}")
+    print(f"   1,000 commits/s load     {_s(c['loaded_cpu_pct'])}")
+    print(f"   cost of the commits      {_s(c['commit_cost_cpu_pct'])}   (loaded - idle, run by run)")
+    print(f"   achieved commits/s       {_s(c['commits_per_s'], 0)}   errors: {c['commit_errors']}")
+    print(f"   load generator's own CPU {_s(c['load_generator_cpu_pct'])}   (same 2 cores as the broker)")
+    t = res["throughput"]
+    print(
+        f"\n2. Throughput, {t['records']:,} x {t['record_bytes']} B records, records/s (min / median / max)"
+    )
+    for op, name in (("produce", "produce"), ("fetch", "fetch  ")):
+        print(
+            f"   {name} idle {_s(t[f'{op}_idle_rps'], 0)} | with commits {_s(t[f'{op}_load_rps'], 0)}"
+            f" | ratio {_s(t[f'{op}_ratio'], 3)}"
+        )
+    print("\n3. Rebalance of 5 consumers on 10 partitions, ms (min / median / max)")
+    for rb in res["rebalance"]:
+        print(
+            f"   delay {rb['initial_rebalance_delay_ms']:>5} ms: from last subscribe {_s(rb['ms_from_last_subscribe'], 0)}"
+            f"; from first {_s(rb['ms_from_first_subscribe'], 0)}; on_assign calls {_s(rb['on_assign_calls'], 0)}"
+        )
+        print(
+            f"      server JoinGroup mean {_s(rb['server_JoinGroup_ms'], 1)} ms"
+            f" (n {_s(rb['server_JoinGroup_n'], 0)}); SyncGroup mean {_s(rb['server_SyncGroup_ms'], 1)} ms"
+            f" (n {_s(rb['server_SyncGroup_n'], 0)})"
+        )
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--quick", action="store_true", help="shorter windows, fewer runs")
+    ap.add_argument("--out", type=Path, default=RESULTS / "groups.json")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    q = args.quick
+    res: dict[str, Any] = {"quick": q, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    res["commit_cpu"] = bench_commit_cpu(runs=3, seconds=10.0 if q else 20.0)
+    res["throughput"] = bench_throughput(pairs=2 if q else 3, n=200_000 if q else 500_000)
+    res["rebalance"] = [bench_rebalance(d, runs=2 if q else 3) for d in (0, 3000)]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(res, indent=2) + "\n")
+    print_tables(res)
+    return res
+
+
+if __name__ == "__main__":
+    main()

@@ -119,8 +119,11 @@ class SinkProtocol(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if len(self.buf) - self.fill < 65536:
-            self.buf.extend(bytes(len(self.buf)))
-            self.view = memoryview(self.buf)
+            # A new, doubled buffer: the old one cannot be resized while memoryviews of it exist.
+            bigger = bytearray(2 * len(self.buf))
+            bigger[: self.fill] = self.view[: self.fill]
+            self.buf = bigger
+            self.view = memoryview(bigger)
         return self.view[self.fill :]
 
     def buffer_updated(self, nbytes: int) -> None:

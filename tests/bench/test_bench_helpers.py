@@ -10,7 +10,7 @@ import pytest
 from kafkad.protocol import ApiKey, RequestHeader, decode_request, decode_response, encode_request
 from tests.bench.profile import fold
 from tests.bench.raw_client import make_batch, next_offset, produce_request
-from tests.bench.sink import Sink, partitions_of
+from tests.bench.sink import Sink, SinkProtocol, partitions_of
 from tests.bench.stats import Row, Target, Verdict, figure, percentile, ratio
 
 
@@ -88,3 +88,39 @@ def test_fold_self_and_total_shares() -> None:
     assert "75.00%  g (a.py)" in self_part
     assert "25.00%  f (a.py)" in self_part
     assert "100.00%  f (a.py)" in total_part
+
+
+def test_sink_protocol_reassembles_frames_bigger_than_its_buffer() -> None:
+    fd, path = tempfile.mkstemp()
+    try:
+        proto = SinkProtocol(Sink(fd, "127.0.0.1", 9999))
+        written: list[bytes] = []
+        proto.transport = _FakeTransport(written)  # type: ignore[assignment]
+        big = make_batch(1000, 600)  # ~600 KiB, several times the initial receive buffer
+        stream = produce_request("t", 0, big) + produce_request("t", 0, make_batch(10, 1))
+        pos = 0
+        while pos < len(stream):
+            buf = proto.get_buffer(-1)
+            n = min(len(buf), 70000, len(stream) - pos)
+            buf[:n] = stream[pos : pos + n]
+            proto.buffer_updated(n)
+            pos += n
+        out = b"".join(written)
+        frames = 0
+        while out:
+            size = int.from_bytes(out[:4], "big")
+            out = out[4 + size :]
+            frames += 1
+        assert frames == 2  # both requests answered
+        assert os.path.getsize(path) == len(big) + len(make_batch(10, 1))
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+class _FakeTransport:
+    def __init__(self, out: list[bytes]) -> None:
+        self.out = out
+
+    def write(self, data: bytes) -> None:
+        self.out.append(data)

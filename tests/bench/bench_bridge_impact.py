@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     q = args.quick
     limit, seg = int(args.rate_mib * MIB), args.segment_mib * MIB
-    plan = [(100, 400_000 if q else 1_000_000), (1024, 100_000 if q else 300_000)]
+    plan = [(100, 1_000_000 if q else 2_000_000), (1024, 300_000 if q else 600_000)]
     res: dict[str, Any] = {
         "quick": q,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),

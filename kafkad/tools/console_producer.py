@@ -132,8 +132,10 @@ class LineReader:
                     return line
                 return None
             if timeout_s is not None:
-                ready, _, _ = select.select([self._fd], [], [], timeout_s)
-                if not ready:
+                # poll(), not select(): select() refuses fds >= 1024 (FD_SETSIZE).
+                poller = select.poll()
+                poller.register(self._fd, select.POLLIN | select.POLLHUP)
+                if not poller.poll(timeout_s * 1000):
                     return None
             chunk = os.read(self._fd, 65536)
             if not chunk:

@@ -298,38 +298,41 @@ def bench_commit_cpu(runs: int, seconds: float) -> dict[str, Any]:
 
 
 # --- 2. produce/fetch with and without commits ----------------------------------------------------
+LEGS = ("idle", "load", "control")
+
+
 def bench_throughput(pairs: int, n: int) -> dict[str, Any]:
-    rows: dict[str, list[float]] = {k: [] for k in ("p_idle", "p_load", "f_idle", "f_load")}
-    with bench_broker() as (broker, _):
-        create_topics(broker.bootstrap, {COMMIT_TOPIC: COMMIT_PARTITIONS, "pf-warmup": 1})
-        # Warm-up (imports, first segment, connection setup) so the first pair is not penalised.
+    """Per round: produce+fetch idle, with commits to this broker, and with the same commit load aimed at
+    a second broker (control: same client CPU on the shared cores, nothing for this broker to do)."""
+    rows: dict[str, list[float]] = {f"{op}_{leg}": [] for op in ("p", "f") for leg in LEGS}
+    with bench_broker() as (broker, _), bench_broker() as (other, _):
+        for b in (broker, other):
+            create_topics(b.bootstrap, {COMMIT_TOPIC: COMMIT_PARTITIONS, "pf-warmup": 1})
+        # Warm-up (imports, first segment, connection setup) so the first round is not penalised.
         produce_records(broker.bootstrap, "pf-warmup", n // 4, 100)
         fetch_records(broker.bootstrap, "pf-warmup", n // 4)
         for k in range(pairs):
-            for loaded in (False, True) if k % 2 == 0 else (True, False):
-                topic = f"pf-{k}-{'load' if loaded else 'idle'}"
+            for leg in LEGS[k % 3 :] + LEGS[: k % 3]:  # rotate the order to cancel drift
+                topic = f"pf-{k}-{leg}"
                 create_topics(broker.bootstrap, {topic: 1})
-                tag = "load" if loaded else "idle"
-                if loaded:
-                    with CommitLoad(broker.port):
-                        rows[f"p_{tag}"].append(produce_records(broker.bootstrap, topic, n, 100))
-                        rows[f"f_{tag}"].append(fetch_records(broker.bootstrap, topic, n))
-                else:
-                    rows[f"p_{tag}"].append(produce_records(broker.bootstrap, topic, n, 100))
-                    rows[f"f_{tag}"].append(fetch_records(broker.bootstrap, topic, n))
-    ratio = {
-        op: [b / a for a, b in zip(rows[f"{op}_idle"], rows[f"{op}_load"], strict=True)] for op in ("p", "f")
-    }
-    return {
-        "records": n,
-        "record_bytes": 100,
-        "produce_idle_rps": asdict(spread(rows["p_idle"])),
-        "produce_load_rps": asdict(spread(rows["p_load"])),
-        "produce_ratio": asdict(spread(ratio["p"])),
-        "fetch_idle_rps": asdict(spread(rows["f_idle"])),
-        "fetch_load_rps": asdict(spread(rows["f_load"])),
-        "fetch_ratio": asdict(spread(ratio["f"])),
-    }
+                target = {"idle": None, "load": broker.port, "control": other.port}[leg]
+                load = CommitLoad(target) if target is not None else None
+                if load is not None:
+                    load.__enter__()
+                try:
+                    rows[f"p_{leg}"].append(produce_records(broker.bootstrap, topic, n, 100))
+                    rows[f"f_{leg}"].append(fetch_records(broker.bootstrap, topic, n))
+                finally:
+                    if load is not None:
+                        load.__exit__(None, None, None)
+    out: dict[str, Any] = {"records": n, "record_bytes": 100}
+    for op, name in (("p", "produce"), ("f", "fetch")):
+        for leg in LEGS:
+            out[f"{name}_{leg}_rps"] = asdict(spread(rows[f"{op}_{leg}"]))
+        for base in ("idle", "control"):
+            r = [b / a for a, b in zip(rows[f"{op}_{base}"], rows[f"{op}_load"], strict=True)]
+            out[f"{name}_ratio_load_{base}"] = asdict(spread(r))
+    return out
 
 
 # --- 3. rebalance --------------------------------------------------------------------------------
@@ -465,10 +468,14 @@ def print_tables(res: dict[str, Any]) -> None:
     print(
         f"\n2. Throughput, {t['records']:,} x {t['record_bytes']} B records, records/s (min / median / max)"
     )
-    for op, name in (("produce", "produce"), ("fetch", "fetch  ")):
+    print("   legs: idle | commits to this broker | control: same commit load aimed at a 2nd broker")
+    for name in ("produce", "fetch"):
+        print(f"   {name:<7} idle    {_s(t[f'{name}_idle_rps'], 0)}")
+        print(f"   {name:<7} load    {_s(t[f'{name}_load_rps'], 0)}")
+        print(f"   {name:<7} control {_s(t[f'{name}_control_rps'], 0)}")
         print(
-            f"   {name} idle {_s(t[f'{op}_idle_rps'], 0)} | with commits {_s(t[f'{op}_load_rps'], 0)}"
-            f" | ratio {_s(t[f'{op}_ratio'], 3)}"
+            f"   {name:<7} ratio load/idle {_s(t[f'{name}_ratio_load_idle'], 3)}"
+            f" | load/control {_s(t[f'{name}_ratio_load_control'], 3)}  (round by round)"
         )
     print("\n3. Rebalance of 5 consumers on 10 partitions, ms (min / median / max)")
     print(

@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 
 from kafkad.daemon.config import BrokerConfig
 from kafkad.daemon.config_defs import ConfigType, render_value
 from kafkad.daemon.config_table import KEYS
-
-
-class DescribeSource(IntEnum):
-    """DescribeConfigs' config_source (`DescribeConfigsResponse.ConfigSource`)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
+from kafkad.protocol.config_resources import DescribeConfigSource as DescribeSource
 
 
 @dataclass(frozen=True, slots=True)

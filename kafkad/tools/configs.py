@@ -12,29 +12,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any
 
 from kafkad.protocol import ApiKey
+from kafkad.protocol.config_resources import DescribeConfigSource as ConfigSource
+from kafkad.protocol.config_resources import ResourceType
 from kafkad.tools._cli import bootstrap_of, parse_args, parse_key_values, run, split_commas, tool_parser
 from kafkad.tools.client import KafkaClient, ToolError, check
-
-
-class ResourceType(IntEnum):
-    TOPIC = 2
-    BROKER = 4
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigs config_source codes, named like the admin client's ConfigEntry.ConfigSource."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 @dataclass(frozen=True, slots=True)

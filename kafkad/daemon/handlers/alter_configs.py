@@ -8,9 +8,10 @@ from typing import Any
 
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+from kafkad.protocol.config_resources import ResourceType
 
-TOPIC = 2
-BROKER = 4
+TOPIC = ResourceType.TOPIC
+BROKER = ResourceType.BROKER
 
 
 @handler(ApiKey.ALTER_CONFIGS, 0, 1)

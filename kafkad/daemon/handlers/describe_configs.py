@@ -6,12 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.broker import Broker
-from kafkad.daemon.config_docs import DescribeSource, describe_broker
+from kafkad.daemon.config_docs import describe_broker
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+from kafkad.protocol.config_resources import DescribeConfigSource as DescribeSource
+from kafkad.protocol.config_resources import ResourceType
 
-TOPIC = 2
-BROKER = 4
+TOPIC = ResourceType.TOPIC
+BROKER = ResourceType.BROKER
 
 
 def _entry(

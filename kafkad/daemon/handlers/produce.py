@@ -73,7 +73,9 @@ async def _append(
         _check_compression(view, ctx.version)
         broker.replicas.check_writable()
         result = part.append_as_leader(view, now_ms=broker.clock.time_ms(), required_acks=acks)
-        if acks == -1:
+        # acks=-1 waits only when the HW does not already cover the append (with ISR = {leader} it
+        # always does): wait_for would cost a Task per partition on the hot path.
+        if acks == -1 and part.high_watermark <= result.last_offset:
             try:
                 await asyncio.wait_for(part.wait_replicated(result.last_offset), timeout_ms / 1000)
             except TimeoutError:

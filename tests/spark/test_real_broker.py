@@ -1,58 +1,90 @@
-"""End to end: a real client produces to a real kafkad; its rolled segments are shipped and ingested.
+"""End to end: a real client produces to a real kafkad, the daemon's own shipper lands the rolled segments,
+and the Spark ingest turns them into Parquet holding exactly the produced records.
 
-The daemon does not run the shipper itself yet, so the shipper reads the broker's log dir from outside
-(DirectorySegmentSource: closed segments never change), which is what the daemon-side wiring would
-hand it through LogManagerSegmentSource.
+KAFKAD_TEST_BRIDGE_RECORDS (default 1,000,000, the issue's figure) sets the total over the three topics.
 """
 
 from __future__ import annotations
 
+import os
+import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from kafkad.spark_bridge.ingest import run_ingest
-from kafkad.spark_bridge.landing import FilesystemLanding
-from kafkad.spark_bridge.segment_source import DirectorySegmentSource
-from kafkad.spark_bridge.shipper import CHECKPOINT_FILE, Shipper, ShipperConfig
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.clients import ConfluentClient, make_records
-from tests.spark.helpers import parquet_rows
+from tests.integration.clients import ConfluentClient, Rec
+from tests.integration.test_bridge_daemon import covers
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
-TS0 = 1_700_000_000_000
+
+TOTAL = int(os.environ.get("KAFKAD_TEST_BRIDGE_RECORDS", "1000000"))
+TOPICS = {"t-lz4": "lz4", "t-zstd": "zstd", "t-gzip": "gzip"}
+PARTITIONS = 2
+
+
+def _records(topic_index: int, n: int, ts0: int) -> list[Rec]:
+    out = []
+    for i in range(n):
+        value = None if i % 101 == 7 else b"v%d-%d" % (topic_index, i)
+        headers = (("i", str(i).encode()),) if i % 3 == 0 else ()
+        out.append(Rec(i % PARTITIONS, b"k%d" % (i % 5000), value, headers, ts0 + i))
+    return out
 
 
 def test_produce_to_real_kafkad_ship_and_ingest(tmp_path: Path, spark: Any) -> None:
-    broker = BrokerProcess(tmp_path / "broker", {"log.segment.bytes": "32768"})
-    broker.start()
-    client = ConfluentClient()
-    produced: dict[str, list[Any]] = {}
-    try:
-        for topic, codec in (("t-lz4", "lz4"), ("t-zstd", "zstd"), ("t-gzip", "gzip")):
-            client.create_topic(broker.bootstrap, topic, 1)
-            recs = make_records(3000, 1, TS0)
-            for i in range(0, len(recs), 200):  # small flushes keep each batch well under a segment
-                client.produce(broker.bootstrap, topic, recs[i : i + 200], codec)
-            produced[topic] = recs
-    finally:
-        broker.stop()
-
     landing, output = tmp_path / "landing", tmp_path / "out"
     landing.mkdir()
-    source = DirectorySegmentSource([broker.data_dir])
-    shipper = Shipper(
-        ShipperConfig(topics=("t-.*",)), source, FilesystemLanding(landing), tmp_path / CHECKPOINT_FILE
+    broker = BrokerProcess(
+        tmp_path / "broker",
+        {
+            "bridge.enabled": "true",
+            "bridge.landing.dir": str(landing),
+            "bridge.topics": "t-.*",
+            "bridge.max.segment.age.ms": "2000",  # the last, quiet segment rolls and ships too
+            "log.segment.bytes": str(4 * 1024 * 1024),
+        },
     )
-    results = shipper.run_once()
-    assert {r.segment.topic for r in results} == set(produced)  # 32 KiB segments: rolled in each topic
+    client = ConfluentClient()
+    produced: dict[str, list[Rec]] = {}
+    ts0 = int(time.time() * 1000) - 3_600_000
+    with broker:
+        for i, (topic, codec) in enumerate(TOPICS.items()):
+            client.create_topic(broker.bootstrap, topic, PARTITIONS)
+            produced[topic] = _records(i, TOTAL // len(TOPICS), ts0)
+            client.produce(broker.bootstrap, topic, produced[topic], codec)
+        ends = {
+            (t, p): sum(1 for r in recs if r.partition == p) for t, recs in produced.items() for p in range(2)
+        }
+        deadline = time.monotonic() + 120
+        while not all(covers(landing, t, p, end) for (t, p), end in ends.items()):
+            assert time.monotonic() < deadline, "the daemon did not ship every segment within 120 s"
+            assert broker.running, broker.log_text()[-4000:]
+            time.sleep(0.5)
+    assert not [p for p in landing.rglob("*") if p.is_file() and ".tmp" in p.name], "temp files visible"
 
     run_ingest(spark, str(landing), output)
-    rows = parquet_rows(output)
-    active = {a.topic: a.base_offset for a in source.active_segments()}
+    table = pq.read_table(output, partitioning="hive")
+    cols = table.to_pydict()
+    got: dict[tuple[str, int], list[int]] = defaultdict(list)
+    rows = {}
+    for i in range(table.num_rows):
+        key = (str(cols["topic"][i]), int(cols["partition"][i]))
+        got[key].append(int(cols["offset"][i]))
+        rows[(*key, int(cols["offset"][i]))] = i
+    assert table.num_rows == sum(len(r) for r in produced.values())
+    for (topic, part), end in ends.items():
+        assert sorted(got[(topic, part)]) == list(range(end)), f"{topic}-{part}: offsets not exactly once"
     for topic, recs in produced.items():
-        got = [r for r in rows if r[0] == topic]
-        assert len(got) == active[topic] > 0  # exactly the records of the closed segments
-        for row, rec in zip(got, recs, strict=False):
-            assert (row[3], row[4], row[5], row[6]) == (rec.timestamp, rec.key, rec.value, tuple(rec.headers))
+        per_part: dict[int, int] = defaultdict(int)
+        for rec in recs:
+            offset = per_part[rec.partition]
+            per_part[rec.partition] += 1
+            i = rows[(topic, rec.partition, offset)]
+            hdrs = tuple((h["key"], h["value"]) for h in cols["headers"][i])
+            assert (cols["key"][i], cols["value"][i], hdrs) == (rec.key, rec.value, rec.headers)
+            assert int(cols["timestamp"][i].timestamp() * 1000) == rec.timestamp

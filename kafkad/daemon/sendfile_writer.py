@@ -3,8 +3,14 @@
 uvloop has no loop.sendfile, so the writer calls os.sendfile on the transport's socket fd itself:
 1. bytes already given to transport.write must leave first, or the stream interleaves: the owner
    (the connection) waits until the transport's write buffer is empty (`wait_flushed`);
-2. os.sendfile until the slice is sent; on BlockingIOError wait for writability through
-   loop.add_writer on a dup of the fd (the transport's own fd is registered with the loop already).
+2. os.sendfile straight away, in a loop, until the slice is sent or the socket is full (EAGAIN);
+3. on EAGAIN the rest of the slice is pumped from a writability callback (loop.add_writer on a dup of
+   the fd: the transport's own fd is registered with the loop already). The callback calls os.sendfile
+   itself and stays registered until the slice is done, so a slice costs one add/remove pair and one
+   task wake-up however many times the socket fills, instead of one of each per EAGAIN.
+On the first slice over TCP the socket's send buffer is raised to `SNDBUF` (the kernel doubles it):
+sendfile's skbs only reference page-cache pages, and a buffer that holds a whole fetch response lets
+one sendfile call move it, where the default autotuned buffer needs several EAGAIN round trips.
 A short file (n == 0 before the end) means the slice no longer exists: the response is broken, so
 the caller closes the connection.
 """
@@ -12,9 +18,13 @@ the caller closes the connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Protocol
+
+SNDBUF = 4 << 20  # SO_SNDBUF for sockets that carry sendfile data (capped by net.core.wmem_max)
 
 
 class FileRange(Protocol):
@@ -34,42 +44,96 @@ class SendfileWriter:
         loop: asyncio.AbstractEventLoop,
         sock_fd: int,
         wait_flushed: Callable[[], Awaitable[None]],
+        *,
+        sndbuf: int | None = SNDBUF,
     ) -> None:
         self._loop = loop
         self._fd = sock_fd
         self._dup: int | None = None
         self._wait_flushed = wait_flushed
+        self._sndbuf = sndbuf
+        self._tuned = False
         self.bytes_sent = 0
+        # The slice being pumped by the writability callback: file fd, next offset, end offset.
+        self._src = -1
+        self._offset = 0
+        self._end = 0
+        self._done: asyncio.Future[None] | None = None
 
     async def send(self, chunk: FileRange) -> None:
         await self._wait_flushed()
-        offset, remaining = chunk.position, chunk.size
-        while remaining > 0:
-            try:
-                n = os.sendfile(self._fd, chunk.fd, offset, remaining)
-            except BlockingIOError:
-                await self._writable()
-                continue
-            if n == 0:
-                raise ConnectionError(f"file ended {remaining} bytes early (fd {chunk.fd} at {offset})")
-            offset += n
-            remaining -= n
-            self.bytes_sent += n
+        if not self._tuned:
+            self._tune()
+        src, offset = chunk.fd, chunk.position
+        end = offset + chunk.size
+        out = self._fd
+        sent = 0
+        try:
+            while offset < end:
+                n = os.sendfile(out, src, offset, end - offset)
+                if n == 0:
+                    raise ConnectionError(f"file ended {end - offset} bytes early (fd {src} at {offset})")
+                offset += n
+                sent += n
+        except BlockingIOError:
+            pass
+        finally:
+            self.bytes_sent += sent
+        if offset < end:
+            await self._pump(src, offset, end)
 
-    async def _writable(self) -> None:
+    async def _pump(self, src: int, offset: int, end: int) -> None:
+        """Send [offset, end) of src from the writability callback; returns when all of it is sent."""
         if self._dup is None:
             self._dup = os.dup(self._fd)
-        fut: asyncio.Future[None] = self._loop.create_future()
-
-        def ready() -> None:
-            if not fut.done():
-                fut.set_result(None)
-
-        self._loop.add_writer(self._dup, ready)
+        self._src, self._offset, self._end = src, offset, end
+        done: asyncio.Future[None] = self._loop.create_future()
+        self._done = done
+        self._loop.add_writer(self._dup, self._on_writable)
         try:
-            await fut
+            await done
         finally:
             self._loop.remove_writer(self._dup)
+            self._done = None
+
+    def _on_writable(self) -> None:
+        done = self._done
+        if done is None or done.done():
+            return
+        src, offset, end, out = self._src, self._offset, self._end, self._fd
+        sent = 0
+        try:
+            while offset < end:
+                n = os.sendfile(out, src, offset, end - offset)
+                if n == 0:
+                    raise ConnectionError(f"file ended {end - offset} bytes early (fd {src} at {offset})")
+                offset += n
+                sent += n
+        except BlockingIOError:
+            pass
+        except OSError as e:  # ConnectionError included: the awaiting send() raises it
+            done.set_exception(e)
+            return
+        finally:
+            self.bytes_sent += sent
+            self._offset = offset
+        if offset >= end:
+            done.set_result(None)
+
+    def _tune(self) -> None:
+        """Raise SO_SNDBUF once, on TCP sockets only (a Unix socket's buffer means something else)."""
+        self._tuned = True
+        if self._sndbuf is None:
+            return
+        with contextlib.suppress(OSError):
+            s = socket.socket(fileno=os.dup(self._fd))
+            try:
+                if s.family in (socket.AF_INET, socket.AF_INET6) and (
+                    s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) < self._sndbuf
+                ):
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._sndbuf)
+            finally:
+                s.close()
 
     def close(self) -> None:
         if self._dup is not None:

@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the test tiers need: real kcat (librdkafka 2.0.2); libsystemd-dev + pkg-config to build
 # systemd-python; systemd for `systemd-analyze verify`; rpm to inspect the .rpm; iproute2 for the netns
-# tests; a JRE for Spark.
+# tests; a JRE for Spark. (Node.js and npm, for kafkajs, come with the machine.)
 DEB_TEST_PACKAGES := kcat libsystemd-dev pkg-config systemd rpm iproute2 openjdk-17-jre-headless
 # Spark binds the loopback address, not eth0's (environment.md).
 export SPARK_LOCAL_IP := 127.0.0.1
@@ -41,6 +41,8 @@ deb-deps:
 $(VENV)/.test-installed: $(VENV)/.installed pyproject.toml
 	$(MAKE) deb-deps
 	$(PIP) install -q -e '.[test-all]'
+	@command -v npm >/dev/null || { echo "npm is required for the kafkajs tests" >&2; exit 1; }
+	cd tests/integration/kafkajs && npm ci --no-audit --no-fund --silent
 	touch $@
 
 test: $(VENV)/.test-installed

@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the test tiers need: real kcat (librdkafka 2.0.2); libsystemd-dev + pkg-config to build
 # systemd-python; systemd for `systemd-analyze verify`; rpm to inspect the .rpm; iproute2 for the netns
-# tests; a JRE for Spark. (Node.js and npm, for kafkajs, come with the machine.)
+# tests; a JRE for Spark; Node.js + npm for kafkajs (installed only if the machine lacks npm).
 DEB_TEST_PACKAGES := kcat libsystemd-dev pkg-config systemd rpm iproute2 openjdk-17-jre-headless
 # Spark binds the loopback address, not eth0's (environment.md).
 export SPARK_LOCAL_IP := 127.0.0.1
@@ -29,11 +29,12 @@ run: install
 
 deb-deps:
 	@missing=""; for p in $(DEB_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
-	@for t in kcat systemd-analyze rpm ip java pkg-config; do \
+	@for t in kcat systemd-analyze rpm ip java pkg-config npm; do \
 	  command -v $$t >/dev/null || { echo "$$t is required by the tests and could not be installed" >&2; exit 1; }; \
 	done
 
@@ -41,7 +42,6 @@ deb-deps:
 $(VENV)/.test-installed: $(VENV)/.installed pyproject.toml
 	$(MAKE) deb-deps
 	$(PIP) install -q -e '.[test-all]'
-	@command -v npm >/dev/null || { echo "npm is required for the kafkajs tests" >&2; exit 1; }
 	cd tests/integration/kafkajs && npm ci --no-audit --no-fund --silent
 	touch $@
 

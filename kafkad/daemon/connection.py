@@ -6,7 +6,10 @@ out writable memoryviews into it). A size that is negative or above socket.reque
 1195725856 = "GET ") closes this connection only.
 
 Each decoded request gets a slot in a FIFO; a single writer task awaits the slots in order, so responses
-leave in request order however the handlers interleave. Bytes chunks go through transport.write; FileSlice
+leave in request order however the handlers interleave. Fast path: a response that is ready at once
+(the dispatcher ran its handler eagerly) while nothing is queued ahead of it and the writer is idle is
+written straight from data_received, with the other ready responses of the same received chunk, in one
+transport write: no slot, no writer wake-up, one send per chunk of pipelined requests. Bytes chunks go through transport.write; FileSlice
 chunks through SendfileWriter after the transport buffer has drained (detected by lowering the write
 buffer high-water mark to 0 and waiting for resume_writing). Reading pauses while too many requests are
 queued or the peer stops reading its responses.
@@ -53,6 +56,8 @@ class KafkaConnection(asyncio.Protocol):
         self._slots: collections.deque[Outcome | asyncio.Task[Outcome]] = collections.deque()
         self._wakeup: asyncio.Future[None] | None = None
         self._writer_task: asyncio.Task[None] | None = None
+        self._writer_idle = False  # parked on _wakeup with nothing in hand
+        self._ready: list[bytes | bytearray | memoryview] = []  # fast-path output of this data_received
         self._sendfile: SendfileWriter | None = None
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
@@ -115,6 +120,8 @@ class KafkaConnection(asyncio.Protocol):
                         return
         finally:
             view.release()
+            if self._ready:
+                self._flush_ready()
 
     def eof_received(self) -> bool | None:
         return False  # close our side too; pending responses are dropped like Kafka does
@@ -149,11 +156,37 @@ class KafkaConnection(asyncio.Protocol):
             log.info("%s: closing connection: %s", self.peer, e)
             self._close()
             return
+        if (
+            self._writer_idle
+            and not self._slots
+            and not self._write_paused
+            and not isinstance(outcome, asyncio.Task)
+        ):
+            if not outcome:
+                return  # no response and nothing ahead of it: nothing to wait for
+            if all(isinstance(c, bytes | bytearray | memoryview) for c in outcome):
+                self._ready.extend(cast(list[bytes | bytearray | memoryview], outcome))
+                return
+        if self._ready:
+            self._flush_ready()  # what is ready goes out before anything queued behind it
         self._slots.append(outcome)
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
         if len(self._slots) >= self._max_queued:
             self._pause_reading()
+
+    def _flush_ready(self) -> None:
+        ready, self._ready = self._ready, []
+        if self._transport is None:
+            return
+        try:
+            if len(ready) == 1:
+                self._transport.write(ready[0])
+            else:
+                self._transport.writelines(ready)
+        except (ConnectionError, OSError, RuntimeError) as e:  # closing/closed transport
+            log.info("%s: connection error while writing: %s", self.peer, e)
+            self._close()
 
     def _pause_reading(self) -> None:
         if not self._reading_paused and self._transport is not None:
@@ -169,6 +202,8 @@ class KafkaConnection(asyncio.Protocol):
         self._close()
 
     def _close(self) -> None:
+        if self._ready and not self._closing:
+            self._flush_ready()  # answers to requests before the one that closes us
         self._closing = True
         if self._transport is not None:
             self._transport.close()
@@ -190,7 +225,11 @@ class KafkaConnection(asyncio.Protocol):
             while not self._closing:
                 if not self._slots:
                     self._wakeup = loop.create_future()
-                    await self._wakeup
+                    self._writer_idle = True
+                    try:
+                        await self._wakeup
+                    finally:
+                        self._writer_idle = False
                     self._wakeup = None
                     continue
                 slot = self._slots[0]

@@ -3,6 +3,11 @@
 Sans transport: the connection hands in frames and gets back, per request, either chunks ready to write,
 None (no response), or a Task that will produce them. Client input can only close its own connection
 (CloseConnection); handler bugs become UNKNOWN_SERVER_ERROR responses, never a dead broker.
+
+Handlers run eagerly: the request's coroutine is stepped once right here, and most (OffsetCommit,
+Heartbeat, Metadata, acks=1 Produce, ...) finish without ever suspending, so their response comes back
+as plain chunks with no Task, no Future and no extra loop iteration. Only a coroutine that actually
+waits (a long-poll Fetch, a JoinGroup barrier, acks=all) is handed, half-run, to a Task (`_resume`).
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+import types
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafkad.daemon.handlers import HandlerRegistry, HandlerSpec, RequestContext
@@ -66,8 +72,13 @@ class Dispatcher:
         spec = self.registry.get(header.api_key)
         if spec is None or not spec.supports(header.api_version):
             return self._unsupported(header, peer)
-        ctx = RequestContext(self.broker, header, peer)
-        return asyncio.get_running_loop().create_task(self._run(spec, ctx, request))
+        coro = self._run(spec, RequestContext(self.broker, header, peer), request)
+        try:
+            waiting_on = coro.send(None)
+        except StopIteration as done:
+            outcome: Outcome = done.value
+            return outcome
+        return asyncio.get_running_loop().create_task(_resume(coro, waiting_on))
 
     def _unsupported(self, header: RequestHeader, peer: str) -> Outcome:
         if header.api_key == ApiKey.API_VERSIONS:
@@ -109,3 +120,24 @@ class Dispatcher:
                 "cannot encode response to api %d v%d", request.header.api_key, request.header.api_version
             )
             raise CloseConnection("response encoding failed") from None
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Outcome], waiting_on: Any) -> Generator[Any, Any, Outcome]:
+    """Finish a coroutine already stepped once: pass what it waits on to the Task driving us, and
+    the Task's sends and throws (results, cancellation) back into it, like `await` would."""
+    while True:
+        try:
+            sent = yield waiting_on
+        except BaseException as exc:  # everything thrown in (cancellation too) belongs to coro
+            try:
+                waiting_on = coro.throw(exc)
+            except StopIteration as done:
+                result: Outcome = done.value
+                return result
+        else:
+            try:
+                waiting_on = coro.send(sent)
+            except StopIteration as done:
+                result = done.value
+                return result

@@ -113,6 +113,7 @@ class BrokerMetrics:
         self._total_time_c: dict[str, Histogram] = {}
         self._errors_c: dict[tuple[str, str], Counter] = {}
         self._api_names: dict[int, str] = {}
+        self._api_children: dict[int, tuple[Histogram, Counter]] = {}
         self._state = _BrokerStateCollector(process=process)
         r.register(self._state)
 
@@ -143,11 +144,18 @@ class BrokerMetrics:
         self._requests_c[api_name].inc()
 
     def record_api(self, api_key: int, seconds: float) -> None:
-        """Like `record_request`, keyed by the wire api key: the dispatcher's one-liner."""
-        name = self._api_names.get(api_key)
-        if name is None:
-            name = self._api_names[api_key] = api_label(api_key)
-        self.record_request(name, seconds)
+        """Like `record_request`, keyed by the wire api key: the dispatcher's one-liner (every request:
+        one dict lookup for both children)."""
+        children = self._api_children.get(api_key)
+        if children is None:
+            name = self._api_names.get(api_key)
+            if name is None:
+                name = self._api_names[api_key] = api_label(api_key)
+            self.record_request(name, seconds)
+            children = self._api_children[api_key] = (self._total_time_c[name], self._requests_c[name])
+            return
+        children[0].observe(seconds * 1000.0)
+        children[1].inc()
 
     def record_error(self, api_name: str, error: str) -> None:
         """An error code (its Kafka name, e.g. "NOT_LEADER_OR_FOLLOWER") returned by `api_name`."""

@@ -96,33 +96,36 @@ class GroupCoordinator(MembershipCoordinator):
         instance_id: str | None,
         offsets: Mapping[TopicPartition, OffsetCommit],
     ) -> dict[TopicPartition, ErrorCode]:
-        def all_(error: ErrorCode) -> dict[TopicPartition, ErrorCode]:
-            return dict.fromkeys(offsets, error)
-
         if not group_id:
-            return all_(ErrorCode.INVALID_GROUP_ID)
+            return dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
                 # a member of a group we no longer know: its generation is gone
-                return all_(ErrorCode.ILLEGAL_GENERATION)
+                return dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION)
             group = self._new_group(group_id)  # "simple" commit of an assign() consumer
         error = self._validate_commit(group, generation_id, member_id, instance_id)
         if error is not None:
-            return all_(error)
+            return dict.fromkeys(offsets, error)
+        # One pass: validate, build the value and its record; one store write for the whole request.
         results: dict[TopicPartition, ErrorCode] = {}
         accepted: dict[TopicPartition, OffsetValue] = {}
+        records: list[KeyValue] = []
         now = self.clock.time_ms()
+        max_metadata = self.config.offset_metadata_max_bytes
+        exists = self.partition_exists
         for tp, commit in offsets.items():
             metadata = commit.metadata or ""
-            if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+            # UTF-8 takes at most 4 bytes a character: short metadata needs no encoding to check
+            if len(metadata) * 4 > max_metadata and len(metadata.encode()) > max_metadata:
                 results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            elif self.partition_exists is not None and not self.partition_exists(*tp):
+            elif exists is not None and not exists(tp[0], tp[1]):
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                accepted[tp] = OffsetValue(commit.offset, commit.leader_epoch, metadata, now)
-        if accepted:
-            records = [offset_record(group_id, t, p, v) for (t, p), v in accepted.items()]
+                value = OffsetValue(commit.offset, commit.leader_epoch, metadata, now)
+                accepted[tp] = value
+                records.append(offset_record(group_id, tp[0], tp[1], value))
+        if records:
             try:
                 self.store.write(group_id, records)
             except Exception as exc:
@@ -131,9 +134,13 @@ class GroupCoordinator(MembershipCoordinator):
                 results.update(dict.fromkeys(accepted, code))
                 return results
             group.offsets.update(accepted)
-            results.update(dict.fromkeys(accepted, ErrorCode.NONE))
-        if member_id in group.members:
-            self._touch(group, group.members[member_id])
+            if results:
+                results.update(dict.fromkeys(accepted, ErrorCode.NONE))
+            else:
+                results = dict.fromkeys(accepted, ErrorCode.NONE)
+        member = group.members.get(member_id) if member_id else None
+        if member is not None:
+            self._touch(group, member)
         return results
 
     @staticmethod

@@ -137,12 +137,23 @@ class _Reader:
 
 
 def encode_offset_key(key: OffsetKey) -> bytes:
-    w = _Writer()
-    w.i16(OFFSET_COMMIT_KEY_VERSION)
-    w.string(key.group)
-    w.string(key.topic)
-    w.i32(key.partition)
-    return w.done()
+    return offset_key_bytes(key.group, key.topic, key.partition)
+
+
+def offset_key_bytes(group: str, topic: str, partition: int) -> bytes:
+    """encode_offset_key without the OffsetKey (the commit path's form)."""
+    g = group.encode()
+    t = topic.encode()
+    return b"".join(
+        (
+            _I16.pack(OFFSET_COMMIT_KEY_VERSION),
+            _I16.pack(len(g)),
+            g,
+            _I16.pack(len(t)),
+            t,
+            _I32.pack(partition),
+        )
+    )
 
 
 def encode_group_key(key: GroupKey) -> bytes:
@@ -162,14 +173,18 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
     raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"unknown __consumer_offsets key version {version}")
 
 
+_VALUE_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+
+
 def encode_offset_value(v: OffsetValue) -> bytes:
-    w = _Writer()
-    w.i16(OFFSET_COMMIT_VALUE_VERSION)
-    w.i64(v.offset)
-    w.i32(v.leader_epoch)
-    w.string(v.metadata)
-    w.i64(v.commit_timestamp)
-    return w.done()
+    m = v.metadata.encode()
+    return b"".join(
+        (
+            _VALUE_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, v.offset, v.leader_epoch, len(m)),
+            m,
+            _I64.pack(v.commit_timestamp),
+        )
+    )
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:

@@ -23,8 +23,8 @@ from kafkad.daemon.groups.records import (
     decode_offset_value,
     encode_group_key,
     encode_group_value,
-    encode_offset_key,
     encode_offset_value,
+    offset_key_bytes,
 )
 
 KeyValue = tuple[bytes, bytes | None]
@@ -47,8 +47,19 @@ class MemoryStore:
         self.records.extend(records)
 
 
+# Offset keys repeat commit after commit (same group, same partitions): encode each once. Bounded by
+# dropping everything when full, which only costs re-encoding.
+_KEY_CACHE: dict[tuple[str, str, int], bytes] = {}
+_KEY_CACHE_MAX = 65536
+
+
 def offset_record(group_id: str, topic: str, partition: int, value: OffsetValue | None) -> KeyValue:
-    key = encode_offset_key(OffsetKey(group_id, topic, partition))
+    tp = (group_id, topic, partition)
+    key = _KEY_CACHE.get(tp)
+    if key is None:
+        if len(_KEY_CACHE) >= _KEY_CACHE_MAX:
+            _KEY_CACHE.clear()
+        key = _KEY_CACHE[tp] = offset_key_bytes(group_id, topic, partition)
     return key, None if value is None else encode_offset_value(value)
 
 

@@ -87,6 +87,20 @@ class KafkaConnection(asyncio.Protocol):
         self.last_active = time.monotonic()
         view = memoryview(data)
         try:
+            if self._body is None and not self._head:
+                # Fast path: whole frames at the start of the chunk, one copy each into their body.
+                pos, end_of_data, limit = 0, len(data), self._max_request
+                while end_of_data - pos >= 4:
+                    size = int.from_bytes(view[pos : pos + 4], "big", signed=True)
+                    end = pos + 4 + size
+                    if size < 0 or size > limit or end > end_of_data:
+                        break  # the general path below closes, or keeps the partial frame
+                    self._request(bytearray(view[pos + 4 : end]))
+                    pos = end
+                    if self._closing:
+                        return
+                if pos:
+                    view = view[pos:]
             while view:
                 if self._body is None:
                     need = 4 - len(self._head)
@@ -164,7 +178,10 @@ class KafkaConnection(asyncio.Protocol):
         ):
             if not outcome:
                 return  # no response and nothing ahead of it: nothing to wait for
-            if all(isinstance(c, bytes | bytearray | memoryview) for c in outcome):
+            for chunk in outcome:
+                if not isinstance(chunk, bytes | bytearray | memoryview):
+                    break  # a file slice: the writer's sendfile path
+            else:
                 self._ready.extend(cast(list[bytes | bytearray | memoryview], outcome))
                 return
         if self._ready:

@@ -16,6 +16,7 @@ Event loop lag: `LoopLagMonitor` sleeps a fixed interval on the loop and records
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import os
 import time
@@ -37,6 +38,36 @@ LOOP_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 
 T = TypeVar("T")
 LogSizes = Callable[[], Iterable[tuple[str, int, int]]]  # (topic, partition, size in bytes)
+
+
+class _ApiRecorder:
+    """One API's request-time histogram and request counter, updated without prometheus_client's
+    per-call checks and linear bucket scan: a bisect picks the bucket, then the same locked value
+    increments `Histogram.observe` and `Counter.inc` do. Falls back to those public methods if the
+    library's internals are not the ones this was written against."""
+
+    __slots__ = ("_bounds", "_buckets", "_count_inc", "_hist", "_requests", "_sum_inc")
+
+    def __init__(self, hist: Histogram, requests: Counter) -> None:
+        self._hist, self._requests = hist, requests
+        try:
+            self._bounds: list[float] | None = list(hist._upper_bounds)
+            self._buckets = [b.inc for b in hist._buckets]
+            self._sum_inc = hist._sum.inc
+            self._count_inc = requests._value.inc
+            if len(self._buckets) != len(self._bounds) or self._bounds[-1] != float("inf"):
+                raise AttributeError("unexpected histogram layout")
+        except AttributeError:
+            self._bounds = None
+
+    def record(self, ms: float) -> None:
+        if self._bounds is None:
+            self._hist.observe(ms)
+            self._requests.inc()
+            return
+        self._sum_inc(ms)
+        self._buckets[bisect.bisect_left(self._bounds, ms)](1)
+        self._count_inc(1)
 
 
 class BrokerMetrics:
@@ -113,7 +144,7 @@ class BrokerMetrics:
         self._total_time_c: dict[str, Histogram] = {}
         self._errors_c: dict[tuple[str, str], Counter] = {}
         self._api_names: dict[int, str] = {}
-        self._api_children: dict[int, tuple[Histogram, Counter]] = {}
+        self._api_recorders: dict[int, _ApiRecorder] = {}
         self._state = _BrokerStateCollector(process=process)
         r.register(self._state)
 
@@ -144,18 +175,17 @@ class BrokerMetrics:
         self._requests_c[api_name].inc()
 
     def record_api(self, api_key: int, seconds: float) -> None:
-        """Like `record_request`, keyed by the wire api key: the dispatcher's one-liner (every request:
-        one dict lookup for both children)."""
-        children = self._api_children.get(api_key)
-        if children is None:
+        """Like `record_request`, keyed by the wire api key: the dispatcher's one-liner, run for every
+        request, so it goes straight to the children's values (`_ApiRecorder`)."""
+        rec = self._api_recorders.get(api_key)
+        if rec is None:
             name = self._api_names.get(api_key)
             if name is None:
                 name = self._api_names[api_key] = api_label(api_key)
             self.record_request(name, seconds)
-            children = self._api_children[api_key] = (self._total_time_c[name], self._requests_c[name])
+            self._api_recorders[api_key] = _ApiRecorder(self._total_time_c[name], self._requests_c[name])
             return
-        children[0].observe(seconds * 1000.0)
-        children[1].inc()
+        rec.record(seconds * 1000.0)
 
     def record_error(self, api_name: str, error: str) -> None:
         """An error code (its Kafka name, e.g. "NOT_LEADER_OR_FOLLOWER") returned by `api_name`."""

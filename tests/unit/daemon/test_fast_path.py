@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -160,5 +161,20 @@ def test_close_request_flushes_earlier_answers_first() -> None:
         conn.data_received(frame(b"ok") + frame(b"bad") + frame(b"after"))
         assert t.closed
         assert bytes(t.out) == b"ok"
+
+    asyncio.run(go())
+
+
+def test_whole_frames_then_a_partial_one_in_the_same_chunk() -> None:
+    async def go() -> None:
+        conn, t, d = make(max_bytes=1000)
+        await settle()
+        data = frame(b"one") + frame(b"two") + frame(b"three")
+        conn.data_received(data[:-3])  # "thr" of the last body, size prefix complete
+        assert bytes(t.out) == b"onetwo"
+        conn.data_received(data[-3:] + frame(b"x")[:2])  # rest of it, half a size prefix
+        conn.data_received(frame(b"x")[2:] + struct.pack(">i", 1001))  # then an oversize frame
+        assert [bytes(f) for f in d.frames] == [b"one", b"two", b"three", b"x"]
+        assert bytes(t.out) == b"onetwothreex" and t.closed
 
     asyncio.run(go())

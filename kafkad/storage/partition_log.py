@@ -13,12 +13,13 @@ the loop keeps appending: it only fsyncs fds and then moves `recovery_point` for
 flush.messages / flush.ms or a roll (`flush_due`). `open(recover=False)` after a clean shutdown trusts
 the indexes (sanity checks only) and the producer snapshot at the log end; `open(recover=True)`
 recovers every segment from the one holding the recovery point: keeps the valid prefix of batches,
-truncates the torn tail, rebuilds indexes, leader epochs and producer state from batch headers.
+truncates the torn tail, rebuilds indexes, leader epochs and producer state from batch headers
+(log_loader opens the segments, log_restore restores the log's state from them).
 
 Deleted segments (retention, DeleteRecords, truncation) are renamed `*.deleted` and their fds stay open
-for file.delete.delay.ms (Kafka's delay): a fetch response may still be sendfile-ing from them, and
-closing an fd the writer holds could even make it send another file that reused the number.
-`reap_deleted()` closes and unlinks them once the delay passed.
+for file.delete.delay.ms; `reap_deleted()` closes and unlinks them once the delay passed. The retention
+policy and that delayed deletion live in log_retention, the log cleaner's segment swap in
+cleaner_segments; the methods here delegate to them.
 
 Concurrency: runs on the event loop and never blocks, except methods documented "blocking".
 """
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from kafkad.clock import Clock
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage import cleaner_segments, log_restore, log_retention
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_config import LogConfig
 from kafkad.storage.log_loader import LogStats, load_segments
@@ -49,7 +51,6 @@ from kafkad.storage.log_types import (
 )
 from kafkad.storage.producer_state import ProducerStateManager
 from kafkad.storage.records import (
-    BatchHeader,
     patch_offset_and_epoch,
     set_log_append_time,
     validate_client_batches,
@@ -86,7 +87,7 @@ class PartitionLog:
         self.stats = LogStats()
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
-        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._deletions = log_retention.DelayedDeletions(clock)
         self.log_start_offset = 0
         self.log_end_offset = 0
         self._high_watermark = 0
@@ -135,62 +136,19 @@ class PartitionLog:
         return seg
 
     def _load(self, *, recover: bool, recovery_point: int, log_start_offset: int) -> None:
-        d = self.directory
         loaded = load_segments(
-            d, recover=recover, recovery_point=recovery_point, new_segment=self._new_segment, stats=self.stats
+            self.directory,
+            recover=recover,
+            recovery_point=recovery_point,
+            new_segment=self._new_segment,
+            stats=self.stats,
         )
-        self._segments = loaded.segments or [self._new_segment(log_start_offset)]
-        self._bases = [s.base_offset for s in self._segments]
-        recovered, first_recovered = loaded.recovered, loaded.first_recovered
-        active = self._segments[-1]
-        active.resize_indexes(self.config.segment_index_bytes)
-        self.log_end_offset = active.read_next_offset()
-        self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
-        self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
-        self.recovery_point = min(recovery_point, self.log_end_offset)
-        self._high_watermark = self.log_start_offset
-        # Leader epochs: trust the checkpoint up to the recovered part, rebuild that from headers.
-        self.leader_epoch_cache = LeaderEpochCache.load(d)
-        if first_recovered is not None:
-            self.leader_epoch_cache.truncate_from_end(first_recovered)
-            previous = None
-            for h in recovered:
-                # assign() of the epoch just assigned at a higher offset is a no-op: skip the call.
-                if h.partition_leader_epoch != previous:
-                    previous = h.partition_leader_epoch
-                    self.leader_epoch_cache.assign(previous, h.base_offset)
-        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
-        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-        self._load_producer_state(recovered if first_recovered is not None else None, first_recovered)
+        log_restore.restore_log(
+            self, loaded, recovery_point=recovery_point, log_start_offset=log_start_offset
+        )
 
-    def _load_producer_state(
-        self, known: list[BatchHeader] | None = None, known_from: int | None = None
-    ) -> None:
-        """Newest snapshot, then replay batch headers up to the log end (`known`: headers from
-        `known_from` to the end, already read by recovery, spare a second pass over the files)."""
-        replay_from = self.producer_state.load(self.log_start_offset, self.log_end_offset)
-        if known is not None and known_from is not None and known_from <= replay_from:
-            headers = [h for h in known if h.base_offset + h.last_offset_delta >= replay_from]
-        else:
-            headers = self._headers_from(replay_from)
-        update = self.producer_state.update
-        for header in headers:
-            if header.producer_id >= 0:  # update() ignores the others
-                update(header, header.base_offset, header.max_timestamp)
-        self.stats.replayed_batches += len(headers)
-
-    def _headers_from(self, offset: int) -> list[BatchHeader]:
-        """Headers of the batches holding offsets >= `offset` (pread of headers only)."""
-        out: list[BatchHeader] = []
-        if offset >= self.log_end_offset:
-            return out
-        for seg in self._segments[max(0, self._segment_index(offset)) :]:
-            header = seg.translate_offset(offset)
-            while header is not None:
-                out.append(header)
-                position = header.position + header.size
-                header = seg.header_at(position) if position < seg.size else None
-        return out
+    def _load_producer_state(self) -> None:
+        log_restore.load_producer_state(self)
 
     # ---- properties ----------------------------------------------------------------------------
 
@@ -506,16 +464,11 @@ class PartitionLog:
         return info
 
     def _schedule_delete(self, seg: LogSegment) -> None:
-        seg.mark_deleted()
-        deadline = self.clock.monotonic_ms() + self.config.file_delete_delay_ms
-        self._pending_deletes.append((deadline, seg))
+        self._deletions.schedule(seg, self.config.file_delete_delay_ms)
 
     def pop_expired_deletions(self, force: bool = False) -> list[LogSegment]:
         """Deleted segments whose delay passed (all with `force`); destroy() them in an executor."""
-        now = self.clock.monotonic_ms()
-        due = [s for d, s in self._pending_deletes if force or d <= now]
-        self._pending_deletes = [(d, s) for d, s in self._pending_deletes if not (force or d <= now)]
-        return due
+        return self._deletions.pop_expired(force)
 
     def reap_deleted(self, force: bool = False) -> int:
         """Blocking: close and unlink deleted segments whose file.delete.delay.ms passed."""
@@ -524,41 +477,15 @@ class PartitionLog:
             seg.destroy()
         return len(due)
 
-    # ---- retention -----------------------------------------------------------------------------
+    # ---- retention (log_retention) -------------------------------------------------------------
 
     def closed_segments(self) -> list[SegmentInfo]:
         """Every segment but the active one, oldest first (for a broker-wide disk budget)."""
-        bases = self._bases
-        return [
-            SegmentInfo(s.base_offset, bases[i + 1], s.size, s.largest_timestamp())
-            for i, s in enumerate(self._segments[:-1])
-        ]
+        return log_retention.closed_segments(self)
 
     def retention_candidates(self, now_ms: int) -> list[SegmentInfo]:
-        """The oldest closed segments that retention.ms / retention.bytes / the log start allow deleting.
-
-        Only segments wholly below the high watermark qualify (Kafka), and only a prefix of the log.
-        """
-        cfg = self.config
-        excess = (
-            self.size_bytes - cfg.retention_bytes if cfg.retention_bytes >= 0 and cfg.delete_enabled else -1
-        )
-        out: list[SegmentInfo] = []
-        for info in self.closed_segments():
-            if info.next_offset > self._high_watermark:
-                break
-            by_start = info.next_offset <= self.log_start_offset
-            by_time = (
-                cfg.delete_enabled
-                and cfg.retention_ms >= 0
-                and now_ms - info.largest_timestamp_ms > cfg.retention_ms
-            )
-            by_size = excess >= info.size_bytes
-            if not (by_start or by_time or by_size):
-                break
-            excess -= info.size_bytes
-            out.append(info)
-        return out
+        """The oldest closed segments that retention.ms / retention.bytes / the log start allow deleting."""
+        return log_retention.retention_candidates(self, now_ms)
 
     def delete_oldest_segment(self) -> SegmentInfo | None:
         """Delete the oldest closed segment (retention or disk budget); None if only the active is left."""
@@ -568,22 +495,7 @@ class PartitionLog:
 
     def apply_retention(self, now_ms: int) -> int:
         """Delete every retention candidate; rolls an expired active segment first. Returns the count."""
-        cfg = self.config
-        active = self.active_segment
-        if (
-            cfg.delete_enabled
-            and cfg.retention_ms >= 0
-            and active.size
-            and now_ms - active.largest_timestamp() > cfg.retention_ms
-            and self._high_watermark >= self.log_end_offset
-            and all(now_ms - s.largest_timestamp_ms > cfg.retention_ms for s in self.closed_segments())
-        ):
-            self.roll()
-        count = 0
-        for _ in self.retention_candidates(now_ms):
-            self._delete_first_segment()
-            count += 1
-        return count
+        return log_retention.apply_retention(self, now_ms)
 
     # ---- durability ----------------------------------------------------------------------------
 
@@ -628,9 +540,8 @@ class PartitionLog:
 
         Segments pending deletion are closed too, whatever their delay: the whole log is going away.
         """
-        for _, seg in self._pending_deletes:
+        for seg in self._deletions.pop_all():
             seg.close()
-        self._pending_deletes = []
         for seg in self._segments:
             seg.close()
         self._segments = []
@@ -647,56 +558,17 @@ class PartitionLog:
         self._segments = []
         self._bases = []
 
-    # ---- log cleaner (compaction) ---------------------------------------------------------------
+    # ---- log cleaner (compaction: cleaner_segments) -------------------------------------------
 
     def cleanable_segments(self) -> list[tuple[LogSegment, int]]:
         """The closed segments (never the active one) with the base of the segment after each."""
-        bases = self._bases
-        return [(s, bases[i + 1]) for i, s in enumerate(self._segments[:-1])]
+        return cleaner_segments.cleanable_segments(self)
 
     def replace_segments(self, old: list[LogSegment], base_offset: int, end_offset: int) -> bool:
         """Cleaner: swap the cleaned files of `base_offset` (cleaner_swap) in place of `old`.
 
         Refused (False, nothing renamed) unless `old` is still a run of closed, live segments of this
         log followed by a segment at `end_offset` (truncation, retention or deletion may have raced
-        the cleaner).
-        Renames only (cleaner_swap): commit, old segments to delayed deletion, final names; the new
-        segment opens on the existing trimmed indexes. Reads in flight keep the old fds.
+        the cleaner). Renames only; reads in flight keep the old fds (see cleaner_segments).
         """
-        from kafkad.storage.cleaner_swap import commit_swap, finish_swap
-
-        segs = self._segments
-        try:
-            i = next(k for k, s in enumerate(segs) if s is old[0])
-        except StopIteration:
-            return False
-        run = segs[i : i + len(old)]
-        if (
-            i + len(old) >= len(segs)
-            or len(run) != len(old)
-            or any(a is not b or a.deleted for a, b in zip(run, old, strict=True))
-            or old[0].base_offset != base_offset
-            or self._bases[i + len(old)] != end_offset
-        ):
-            return False
-        try:
-            commit_swap(self.directory, base_offset)
-        except OSError as exc:  # e.g. the topic was deleted: its dir was renamed
-            log.warning("%s: cleaned segment %d not swapped in: %s", self.directory, base_offset, exc)
-            return False
-        for seg in old:
-            self._schedule_delete(seg)
-        finish_swap(self.directory, base_offset)
-        new = LogSegment(
-            self.directory,
-            base_offset,
-            index_bytes=self.config.segment_index_bytes,
-            index_interval_bytes=self.config.index_interval_bytes,
-            now_ms=self.clock.time_ms(),
-        )
-        new.offset_index.trim()  # an empty cleaned index opens preallocated
-        new.time_index.trim()
-        new.read_next_offset()  # max timestamp of the batches after the last time index entry
-        self._segments[i : i + len(old)] = [new]
-        self._bases[i : i + len(old)] = [base_offset]
-        return True
+        return cleaner_segments.replace_segments(self, old, base_offset, end_offset)

@@ -1,0 +1,84 @@
+"""Restoring an opened PartitionLog's state from its segments: offsets, leader epochs, producer state.
+
+`restore_log` runs after log_loader opened (and possibly recovered) the segments: the log end comes
+from the active segment, the log start from the checkpoint bounded by the segments, the recovery point
+from the checkpoint bounded by the log end. Leader epochs: the checkpoint is trusted up to the
+recovered part, which is rebuilt from the recovered batch headers. Producer state: the newest snapshot,
+then the batch headers after it are replayed (`load_producer_state`, also after a truncation); headers
+recovery already read are reused instead of a second pass over the files.
+Blocking (reads checkpoints, snapshots and batch headers).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafkad.storage.leader_epoch import LeaderEpochCache
+from kafkad.storage.log_loader import LoadedSegments
+from kafkad.storage.records import BatchHeader
+
+if TYPE_CHECKING:
+    from kafkad.storage.partition_log import PartitionLog
+
+__all__ = ["headers_from", "load_producer_state", "restore_log"]
+
+
+def restore_log(
+    plog: PartitionLog, loaded: LoadedSegments, *, recovery_point: int, log_start_offset: int
+) -> None:
+    """Install the loaded segments into `plog` and restore its offsets, leader epochs, producer state."""
+    d = plog.directory
+    plog._segments = loaded.segments or [plog._new_segment(log_start_offset)]
+    plog._bases = [s.base_offset for s in plog._segments]
+    recovered, first_recovered = loaded.recovered, loaded.first_recovered
+    active = plog._segments[-1]
+    active.resize_indexes(plog.config.segment_index_bytes)
+    plog.log_end_offset = active.read_next_offset()
+    plog.log_start_offset = max(log_start_offset, plog._segments[0].base_offset)
+    plog.log_start_offset = min(plog.log_start_offset, plog.log_end_offset)
+    plog.recovery_point = min(recovery_point, plog.log_end_offset)
+    plog._high_watermark = plog.log_start_offset
+    # Leader epochs: trust the checkpoint up to the recovered part, rebuild that from headers.
+    plog.leader_epoch_cache = LeaderEpochCache.load(d)
+    if first_recovered is not None:
+        plog.leader_epoch_cache.truncate_from_end(first_recovered)
+        previous = None
+        for h in recovered:
+            # assign() of the epoch just assigned at a higher offset is a no-op: skip the call.
+            if h.partition_leader_epoch != previous:
+                previous = h.partition_leader_epoch
+                plog.leader_epoch_cache.assign(previous, h.base_offset)
+    plog.leader_epoch_cache.truncate_from_end(plog.log_end_offset)
+    plog.leader_epoch_cache.truncate_from_start(plog.log_start_offset)
+    load_producer_state(plog, recovered if first_recovered is not None else None, first_recovered)
+
+
+def load_producer_state(
+    plog: PartitionLog, known: list[BatchHeader] | None = None, known_from: int | None = None
+) -> None:
+    """Newest snapshot, then replay batch headers up to the log end (`known`: headers from
+    `known_from` to the end, already read by recovery, spare a second pass over the files)."""
+    replay_from = plog.producer_state.load(plog.log_start_offset, plog.log_end_offset)
+    if known is not None and known_from is not None and known_from <= replay_from:
+        headers = [h for h in known if h.base_offset + h.last_offset_delta >= replay_from]
+    else:
+        headers = headers_from(plog, replay_from)
+    update = plog.producer_state.update
+    for header in headers:
+        if header.producer_id >= 0:  # update() ignores the others
+            update(header, header.base_offset, header.max_timestamp)
+    plog.stats.replayed_batches += len(headers)
+
+
+def headers_from(plog: PartitionLog, offset: int) -> list[BatchHeader]:
+    """Headers of the batches holding offsets >= `offset` (pread of headers only)."""
+    out: list[BatchHeader] = []
+    if offset >= plog.log_end_offset:
+        return out
+    for seg in plog._segments[max(0, plog._segment_index(offset)) :]:
+        header = seg.translate_offset(offset)
+        while header is not None:
+            out.append(header)
+            position = header.position + header.size
+            header = seg.header_at(position) if position < seg.size else None
+    return out

@@ -55,7 +55,10 @@ class Request(NamedTuple):
     body: dict[str, Any]
 
 
-_new = tuple.__new__  # NamedTuple construction without the generated __new__'s Python frame
+_new = tuple.__new__
+_RESP_HEAD_V0 = struct.Struct(">ii")  # size placeholder, correlation id
+_RESP_HEAD_V1 = struct.Struct(">iiB")  # ... plus an empty tagged-field section
+_pack_size_into = p.I32.pack_into  # NamedTuple construction without the generated __new__'s Python frame
 
 
 class RecordsRef(Protocol):
@@ -137,26 +140,28 @@ def _name(api_key: int) -> str:
 def _finish(out: p.Out) -> list[Chunk]:
     """Patch the size prefix and hand back the chunks (bytes runs coalesced, refs on their own)."""
     if not out.chunks:
-        struct.pack_into(">i", out, 0, len(out) - 4)
+        _pack_size_into(out, 0, len(out) - 4)
         return [bytes(out)]
     chunks: list[Any] = out.chunks
     if out:
         chunks.append(bytes(out))
     total = sum(len(c) if isinstance(c, (bytes, bytearray)) else int(c.size) for c in chunks)
     first = chunks[0]
-    struct.pack_into(">i", first, 0, total - 4)
+    _pack_size_into(first, 0, total - 4)
     chunks[0] = bytes(first)
     return chunks
 
 
 def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> list[Chunk]:
     """The whole response, size prefix included, as bytes runs and RecordsRef chunks."""
-    codec = _codec(header.api_key, header.api_version)
+    api_key = header.api_key
+    codec = _codec(api_key, header.api_version)
     out = p.Out()
-    out += b"\0\0\0\0"
-    out += p.I32.pack(header.correlation_id)
-    if codec.flexible and header.api_key != _API_VERSIONS:
-        out.append(0)  # response header v1: empty tagged-field section
+    # Size placeholder and correlation id in one pack (+ response header v1's empty tagged fields).
+    if codec.flexible and api_key != _API_VERSIONS:
+        out += _RESP_HEAD_V1.pack(0, header.correlation_id, 0)
+    else:
+        out += _RESP_HEAD_V0.pack(0, header.correlation_id)
     codec.write_response(out, body)
     return _finish(out)
 

@@ -228,16 +228,33 @@ def string_reader(compact: bool, nullable: bool) -> Reader:
 
 
 def string_writer(compact: bool, nullable: bool) -> Writer:
-    write_len = length_codec("string", compact)[1]
+    if compact:
+
+        def write_compact(out: Out, v: Any) -> None:
+            if v is None:
+                if not nullable:
+                    raise ValueError("null for a non-nullable string")
+                out.append(0)
+                return
+            data = v.encode()
+            n = len(data) + 1
+            if n < 0x80:
+                out.append(n)
+            else:
+                write_uvarint(out, n)
+            out += data
+
+        return write_compact
+    pack16 = I16.pack
 
     def write(out: Out, v: Any) -> None:
         if v is None:
             if not nullable:
                 raise ValueError("null for a non-nullable string")
-            write_len(out, -1)
+            out += b"\xff\xff"
             return
         data = v.encode()
-        write_len(out, len(data))
+        out += pack16(len(data))
         out += data
 
     return write
@@ -245,15 +262,22 @@ def string_writer(compact: bool, nullable: bool) -> Writer:
 
 def bytes_reader(compact: bool, nullable: bool, view: bool) -> Reader:
     """`view`: return a memoryview slice of the frame (records) instead of a bytes copy."""
-    read_len = length_codec("bytes", compact)[0]
+    unpack32 = I32.unpack_from
 
     def read(buf: Buf, pos: int) -> tuple[Any, int]:
-        n, pos = read_len(buf, pos)
+        if compact:
+            n, pos = read_uvarint(buf, pos)
+            n -= 1
+        else:
+            n = unpack32(buf, pos)[0]
+            pos += 4
         if n < 0:
             if nullable and n == -1:
                 return None, pos
             raise ProtocolDecodeError(f"bad bytes length {n}")
-        end = _end(buf, pos, n)
+        end = pos + n
+        if end > len(buf):
+            raise ProtocolDecodeError(f"truncated: need {n} bytes at {pos}, frame has {len(buf)}")
         return (buf[pos:end] if view else bytes(buf[pos:end])), end
 
     return read
@@ -328,16 +352,24 @@ def records_writer(compact: bool) -> Writer:
 
 
 def array_reader(item: Reader, compact: bool, nullable: bool) -> Reader:
-    read_len = length_codec("array", compact)[0]
+    unpack32 = I32.unpack_from
 
     def read(buf: Buf, pos: int) -> tuple[list[Any] | None, int]:
-        n, pos = read_len(buf, pos)
+        if compact:
+            n, pos = read_uvarint(buf, pos)
+            n -= 1
+        else:
+            n = unpack32(buf, pos)[0]
+            pos += 4
         if n < 0:
             if nullable and n == -1:
                 return None, pos
             raise ProtocolDecodeError(f"bad array length {n}")
         if n > len(buf) - pos:  # every element takes at least one byte
             raise ProtocolDecodeError(f"array of {n} items cannot fit in the frame")
+        if n == 1:  # the usual one topic / one partition of a small request
+            v, pos = item(buf, pos)
+            return [v], pos
         items: list[Any] = []
         append = items.append
         for _ in range(n):
@@ -350,6 +382,7 @@ def array_reader(item: Reader, compact: bool, nullable: bool) -> Reader:
 
 def array_writer(item: Writer, compact: bool, nullable: bool) -> Writer:
     write_len = length_codec("array", compact)[1]
+    pack32 = I32.pack
 
     def write(out: Out, v: Any) -> None:
         if v is None:
@@ -360,7 +393,7 @@ def array_writer(item: Writer, compact: bool, nullable: bool) -> Writer:
         if compact:
             write_uvarint(out, len(v) + 1)
         else:
-            out += I32.pack(len(v))
+            out += pack32(len(v))
         for x in v:
             item(out, x)
 

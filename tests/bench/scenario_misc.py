@@ -36,6 +36,8 @@ def latency(ctx: Context) -> None:
         ack_s: list[list[float]] = []
         for _ in range(ctx.settings.runs):
             topic = "latency"
+            # The consumer reads the high watermark first, and consumers do not auto-create topics.
+            create_topic(ctx.kafkad.bootstrap, topic, 1)
             jobs = [
                 Job(
                     "consume_latency",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from kafkad.storage.file_slice import FileSlice
 
@@ -19,8 +20,9 @@ class AppendOrigin(Enum):
     COORDINATOR = "coordinator"  # internal topics written by the broker itself
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
+class AppendResult(NamedTuple):
+    """One per append: a NamedTuple because building a frozen dataclass cost ~1 us on the produce path."""
+
     base_offset: int
     last_offset: int
     log_append_time_ms: int  # -1 for CreateTime

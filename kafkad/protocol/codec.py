@@ -142,7 +142,7 @@ def _finish(out: p.Out) -> list[Chunk]:
     if not out.chunks:
         _pack_size_into(out, 0, len(out) - 4)
         return [bytes(out)]
-    chunks: list[Any] = out.chunks
+    chunks: list[Any] = list(out.chunks)
     if out:
         chunks.append(bytes(out))
     total = sum(len(c) if isinstance(c, (bytes, bytearray)) else int(c.size) for c in chunks)
@@ -155,7 +155,9 @@ def _finish(out: p.Out) -> list[Chunk]:
 def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> list[Chunk]:
     """The whole response, size prefix included, as bytes runs and RecordsRef chunks."""
     api_key = header.api_key
-    codec = _codec(api_key, header.api_version)
+    codec = _CODECS_GET((api_key, header.api_version))
+    if codec is None:
+        raise ValueError(f"no schema for api {api_key} v{header.api_version}")
     out = p.Out()
     # Size placeholder and correlation id in one pack (+ response header v1's empty tagged fields).
     if codec.flexible and api_key != _API_VERSIONS:

@@ -319,10 +319,9 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
 
     zk = opt_s("zookeeper.connect")
     broker_id = i("broker.id")
-    if broker_id < 0:
-        if zk is not None:
-            raise _err(s, "broker.id", "must be set (>= 0) when zookeeper.connect is set")
-        broker_id = 0
+    # -1 stays -1 here: the log dirs' meta.properties generate an id once and keep it (standalone only).
+    if broker_id < 0 and zk is not None:
+        raise _err(s, "broker.id", "must be set (>= 0) when zookeeper.connect is set")
     listeners = tuple(parse_listener(x) for x in lst("listeners"))
     if not listeners:
         raise _err(s, "listeners", "at least one listener is required")

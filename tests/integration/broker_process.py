@@ -62,6 +62,7 @@ class BrokerProcess:
         lines = [
             f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
             f"log.dirs={self.data_dir}",
+            "broker.id=0",
             "num.partitions=1",
             "log.flush.offset.checkpoint.interval.ms=5000",
         ]

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.broker_process import BrokerProcess
+from tests.integration.raw_client import Raw
+
 pytestmark = pytest.mark.integration
 
 
@@ -98,3 +101,24 @@ def test_unknown_key_warns_with_suggestion(config: Path) -> None:
     eff = _effective(r.stdout)
     assert eff["log.retention.hours"] == ("24", f"{config}:4")
     assert "log.retention.hour" not in eff
+
+
+def test_broker_id_minus_one_is_generated_once_and_kept(tmp_path: Path) -> None:
+    def metadata_broker_id(port: int) -> int:
+        raw = Raw(port)
+        try:
+            md = raw.call(3, 8, {"topics": [], "allow_auto_topic_creation": False})
+        finally:
+            raw.close()
+        ids = {b["node_id"] for b in md["brokers"]}
+        assert len(ids) == 1 and md["controller_id"] in ids
+        return ids.pop()
+
+    with BrokerProcess(tmp_path / "gen", {"broker.id": "-1"}) as broker:
+        first = metadata_broker_id(broker.port)
+        assert first >= 1001  # reserved.broker.max.id + 1, as Kafka generates
+        meta = (broker.data_dir / "meta.properties").read_text()
+        assert f"broker.id={first}" in meta
+        broker.stop()
+        broker.start()
+        assert metadata_broker_id(broker.port) == first

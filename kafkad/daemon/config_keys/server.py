@@ -13,7 +13,7 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
         "broker.id",
         INT,
         -1,
-        "This broker's id; -1 in standalone mode means 0, with ZooKeeper it must be set.",
+        "This broker's id; -1 (standalone only) generates one once (1001 and up) and keeps it in meta.properties.",
         H,
         at_least(-1),
     ),

@@ -15,7 +15,7 @@ def write(p: Path, text: str) -> Path:
 
 def test_defaults_without_file() -> None:
     cfg = load_config(None)
-    assert cfg.server.broker_id == 0  # -1 means 0 standalone
+    assert cfg.server.broker_id == -1  # generated once at start and kept in meta.properties
     assert cfg.standalone
     assert cfg.server.listeners[0].port == 9092
     assert cfg.storage.topic_defaults["retention.ms"] == str(168 * 3_600_000)

@@ -31,12 +31,12 @@ from tests.bench.bench_groups import (
     Spread,
     bench_broker,
     broker_cpu_s,
-    create_topics,
     fmt,
     produce_records,
     spread,
 )
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.clients import create_topics
 
 log = logging.getLogger(__name__)
 

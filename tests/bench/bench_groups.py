@@ -15,13 +15,15 @@
    JoinGroup's time includes the barrier wait for the other members (as in Kafka's purgatory).
 
 The machine is shared (2 cores), so every figure is min/median/max over runs, never a single sample.
-Helpers (`bench_broker`, `produce_records`, `spread`, ...) are reused by bench_bridge_impact.
+Helpers (`bench_broker`, `produce_records`, `spread`, ...) are reused by bench_bridge_impact; topic
+creation and producing go through tests/integration/clients.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import logging
 import multiprocessing as mp
@@ -42,6 +44,7 @@ import psutil
 
 from kafkad.protocol import ApiKey, RequestHeader, decode_response, encode_request
 from tests.integration.broker_process import BrokerProcess, free_port
+from tests.integration.clients import Rec, create_topics, produce_confluent
 
 log = logging.getLogger(__name__)
 
@@ -93,48 +96,17 @@ def broker_cpu_s(broker: BrokerProcess) -> float:
     return total
 
 
-def create_topics(bootstrap: str, specs: Mapping[str, int]) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics(
-        [NewTopic(t, num_partitions=n, replication_factor=1) for t, n in specs.items()]
-    )
-    for f in futures.values():
-        f.result(15)
-
-
 def produce_records(bootstrap: str, topic: str, n: int, size: int) -> float:
     """Produce n records of `size` bytes (acks=all) and flush; returns records/s."""
-    from confluent_kafka import Producer
-
-    p = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 5,
-            "batch.size": 262_144,
-            "acks": "all",
-            "queue.buffering.max.messages": 500_000,
-        }
-    )
-    value = b"v" * size
-    errors = 0
-
-    def on_delivery(err: object, _msg: object) -> None:
-        nonlocal errors
-        if err is not None:
-            errors += 1
-
+    config: dict[str, str | int | bool] = {
+        "linger.ms": 5,
+        "batch.size": 262_144,
+        "acks": "all",
+        "queue.buffering.max.messages": 500_000,
+    }
+    rec = Rec(-1, None, b"v" * size, (), None)  # one record object n times: no per-record building cost
     t0 = time.perf_counter()
-    for _ in range(n):
-        while True:
-            try:
-                p.produce(topic, value, on_delivery=on_delivery)
-                break
-            except BufferError:
-                p.poll(0.005)
-    if p.flush(120) != 0 or errors:
-        raise RuntimeError(f"produce to {topic}: {errors} delivery errors")
+    produce_confluent(bootstrap, topic, itertools.repeat(rec, n), config)
     return n / (time.perf_counter() - t0)
 
 

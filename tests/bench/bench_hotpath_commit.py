@@ -34,11 +34,11 @@ from tests.bench.bench_groups import (
     CommitLoad,
     bench_broker,
     broker_cpu_s,
-    create_topics,
     fmt,
     spread,
 )
 from tests.bench.profile import fold
+from tests.integration.clients import create_topics
 
 log = logging.getLogger("bench.commit")
 NATIVE = False  # --native: C frames (uvloop, CPython) in the py-spy stacks too

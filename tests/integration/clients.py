@@ -3,6 +3,9 @@
 Each adapter produces a list of `Rec` to explicit partitions and consumes a topic back from the
 beginning with `assign()` (no consumer group: groups are tested on their own). What comes back is
 a list of `Got`, which `check_roundtrip` compares with what was sent.
+
+`create_topics` and `produce_confluent` are the one confluent-kafka admin/produce path every test and
+bench uses (a full local queue is waited out, every delivery error fails loudly).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import shutil
 import subprocess
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -21,8 +24,8 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 @dataclass(frozen=True, slots=True)
 class Rec:
-    partition: int
-    key: bytes
+    partition: int  # -1: the producer's partitioner picks (confluent only)
+    key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...]
     timestamp: int | None
@@ -84,51 +87,77 @@ def check_roundtrip(sent: Sequence[Rec], got: Sequence[Got], *, exact_timestamps
 # --- confluent-kafka (librdkafka 2.16) -------------------------------------------------------------
 
 
+def create_topics(
+    bootstrap: str,
+    partitions: Mapping[str, int],
+    configs: Mapping[str, Mapping[str, str]] | None = None,
+    timeout_s: float = 60.0,
+) -> None:
+    """Create topics (name -> partition count, optional per-topic configs) and wait for every answer."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = [
+        NewTopic(t, num_partitions=n, replication_factor=1, config=dict((configs or {}).get(t, {})))
+        for t, n in partitions.items()
+    ]
+    for f in admin.create_topics(new).values():
+        f.result(timeout_s)
+
+
+def produce_confluent(
+    bootstrap: str,
+    topic: str,
+    recs: Iterable[Rec],
+    config: Mapping[str, str | int | bool] | None = None,
+    *,
+    flush_timeout_s: float = 120.0,
+) -> None:
+    """Produce every record with confluent-kafka (`config` on top of bootstrap.servers), waiting out a
+    full local queue; fails if the flush times out or any delivery failed."""
+    from confluent_kafka import Producer
+
+    errors: list[str] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    p = Producer({"bootstrap.servers": bootstrap, **(config or {})})
+    for r in recs:
+        while True:
+            try:
+                p.produce(
+                    topic,
+                    key=r.key,
+                    value=r.value,
+                    partition=r.partition,
+                    headers=list(r.headers) if r.headers else None,
+                    timestamp=r.timestamp or 0,  # 0: librdkafka stamps the current time
+                    on_delivery=on_delivery,
+                )
+                break
+            except BufferError:  # local queue full: serve delivery reports, then retry
+                p.poll(0.01)
+    left = p.flush(flush_timeout_s)
+    assert left == 0, f"confluent producer: {left} records not delivered within {flush_timeout_s} s"
+    assert not errors, errors[:5]
+
+
 class ConfluentClient:
     name = "confluent"
 
     def create_topic(self, bootstrap: str, topic: str, partitions: int) -> None:
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
-        futures[topic].result(timeout=30)
+        create_topics(bootstrap, {topic: partitions})
 
     def produce(self, bootstrap: str, topic: str, recs: Sequence[Rec], codec: str) -> None:
-        from confluent_kafka import Producer
-
-        errors: list[str] = []
-
-        def on_delivery(err: object, _msg: object) -> None:
-            if err is not None:
-                errors.append(str(err))
-
-        p = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "compression.type": codec,
-                "linger.ms": 5,
-                "acks": "all",
-                "enable.idempotence": True,
-            }
-        )
-        for r in recs:
-            while True:
-                try:
-                    p.produce(
-                        topic,
-                        key=r.key,
-                        value=r.value,
-                        partition=r.partition,
-                        headers=list(r.headers),
-                        timestamp=r.timestamp or 0,
-                        on_delivery=on_delivery,
-                    )
-                    break
-                except BufferError:
-                    p.poll(0.05)
-        assert p.flush(60) == 0, "confluent producer did not flush within 60 s"
-        assert not errors, errors[:5]
+        config: dict[str, str | int | bool] = {
+            "compression.type": codec,
+            "linger.ms": 5,
+            "acks": "all",
+            "enable.idempotence": True,
+        }
+        produce_confluent(bootstrap, topic, recs, config)
 
     def consume(self, bootstrap: str, topic: str, partitions: int, expect: int) -> list[Got]:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -149,8 +178,10 @@ class ConfluentClient:
                 for m in c.consume(num_messages=10_000, timeout=1.0):
                     if m.error():
                         raise AssertionError(f"consume error: {m.error()}")
-                    hdrs = tuple((k, v) for k, v in (m.headers() or []))
-                    out.append(Got(m.partition(), m.offset(), m.key(), m.value(), hdrs, m.timestamp()[1]))
+                    raw_headers: list[tuple[str, bytes]] = list(m.headers() or [])  # type: ignore[arg-type]
+                    part, off = m.partition(), m.offset()
+                    assert part is not None and off is not None
+                    out.append(Got(part, off, m.key(), m.value(), tuple(raw_headers), m.timestamp()[1]))
             return out
         finally:
             c.close()
@@ -339,7 +370,7 @@ class KcatClient:
             assert r.headers in ((), KCAT_HEADERS), "kcat sends one fixed header set"
             by_part[r.partition].append(r)
         for part, rs in sorted(by_part.items()):
-            lines = b"".join(r.key + b"\t" + (r.value or b"") + b"\n" for r in rs)
+            lines = b"".join((r.key or b"") + b"\t" + (r.value or b"") + b"\n" for r in rs)
             hdr_args = [a for k, v in KCAT_HEADERS for a in ("-H", f"{k}={v.decode()}")]
             cmd = [kcat_path(), "-P", "-b", bootstrap, "-t", topic, "-p", str(part), "-z", codec]
             cmd += ["-K", "\t", "-Z", *hdr_args, "-X", "acks=all"]

@@ -19,8 +19,6 @@ from tests.integration.raw_client import Raw
 
 pytestmark = pytest.mark.integration
 
-TOPIC = "idempotent"
-
 
 @pytest.fixture()
 def raw(session_broker: BrokerProcess) -> Iterator[Raw]:
@@ -29,31 +27,35 @@ def raw(session_broker: BrokerProcess) -> Iterator[Raw]:
     r.close()
 
 
-def _produce(raw: Raw, batch: bytes, acks: int = -1) -> dict[str, Any]:
+def _create(raw: Raw, topic: str) -> None:
+    """Each test its own topic: the session broker outlives the test, and offsets are asserted from 0."""
+    body = {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 30_000}
+    assert raw.call(19, 4, body)["topics"][0]["error_code"] == 0
+
+
+def _produce(raw: Raw, topic: str, batch: bytes, acks: int = -1) -> dict[str, Any]:
     body = {
         "acks": acks,
-        "timeout_ms": 5000,
-        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}],
+        "timeout_ms": 30_000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
     }
     part: dict[str, Any] = raw.call(0, 8, body)["responses"][0]["partition_responses"][0]
     return part
 
 
-def _log_end(raw: Raw) -> int:
+def _log_end(raw: Raw, topic: str) -> int:
     body = {
         "replica_id": -1,
         "isolation_level": 0,
-        "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
     }
     offset: int = raw.call(2, 5, body)["topics"][0]["partitions"][0]["offset"]
     return offset
 
 
 def test_retried_batch_is_not_duplicated(raw: Raw) -> None:
-    created = raw.call(
-        19, 4, {"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 5000}
-    )
-    assert created["topics"][0]["error_code"] == 0
+    topic = "idempotent-retried"
+    _create(raw, topic)
     init = raw.call(22, 1, {"transactional_id": None, "transaction_timeout_ms": 60000})
     assert init["error_code"] == 0 and init["producer_id"] >= 0
     pid, epoch = init["producer_id"], init["producer_epoch"]
@@ -64,23 +66,23 @@ def test_retried_batch_is_not_duplicated(raw: Raw) -> None:
         return build_batch(recs, producer_id=pid, producer_epoch=ep, base_sequence=seq)
 
     first = batch(0, 5)
-    got = _produce(raw, first)
+    got = _produce(raw, topic, first)
     assert (got["error_code"], got["base_offset"]) == (0, 0)
     # The client's retry of the same batch (same pid, epoch, sequence): answered with the original offsets.
-    retry = _produce(raw, first)
+    retry = _produce(raw, topic, first)
     assert (retry["error_code"], retry["base_offset"]) == (0, 0)
-    assert _log_end(raw) == 5
+    assert _log_end(raw, topic) == 5
 
-    second = _produce(raw, batch(5, 3))
+    second = _produce(raw, topic, batch(5, 3))
     assert (second["error_code"], second["base_offset"]) == (0, 5)
     # An older batch, still among the last five, is a duplicate too.
-    assert _produce(raw, first)["base_offset"] == 0
-    assert _log_end(raw) == 8
+    assert _produce(raw, topic, first)["base_offset"] == 0
+    assert _log_end(raw, topic) == 8
 
     # A gap in the sequence is refused, and nothing is appended.
-    gap = _produce(raw, batch(20, 1))
+    gap = _produce(raw, topic, batch(20, 1))
     assert gap["error_code"] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-    assert _log_end(raw) == 8
+    assert _log_end(raw, topic) == 8
 
     # The stored log holds each batch once.
     fetched = raw.call(
@@ -96,7 +98,7 @@ def test_retried_batch_is_not_duplicated(raw: Raw) -> None:
             "session_epoch": -1,
             "topics": [
                 {
-                    "topic": TOPIC,
+                    "topic": topic,
                     "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
                 }
             ],
@@ -110,19 +112,18 @@ def test_retried_batch_is_not_duplicated(raw: Raw) -> None:
 
 
 def test_fenced_epoch_is_refused(raw: Raw) -> None:
-    raw.call(
-        19, 4, {"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 5000}
-    )
+    topic = "idempotent-fenced"
+    _create(raw, topic)
     init = raw.call(22, 1, {"transactional_id": None, "transaction_timeout_ms": 60000})
     pid, epoch = init["producer_id"], init["producer_epoch"]
     now = int(time.time() * 1000)
     newer = build_batch(
         [SimpleRecord(b"k", b"v", timestamp=now)], producer_id=pid, producer_epoch=epoch + 1, base_sequence=0
     )
-    assert _produce(raw, newer)["error_code"] == 0
+    assert _produce(raw, topic, newer)["error_code"] == 0
     older = build_batch(
         [SimpleRecord(b"k", b"v", timestamp=now)], producer_id=pid, producer_epoch=epoch, base_sequence=1
     )
-    before = _log_end(raw)
-    assert _produce(raw, older)["error_code"] == ErrorCode.INVALID_PRODUCER_EPOCH
-    assert _log_end(raw) == before
+    before = _log_end(raw, topic)
+    assert _produce(raw, topic, older)["error_code"] == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert _log_end(raw, topic) == before

@@ -5,16 +5,19 @@
 checks the group is still a run of live segments of the log (truncation, retention or deletion may
 have raced the cleaner), then renames only (cleaner_swap): commit, old segments to the log's delayed
 deletion, final names; the new segment opens on the existing trimmed indexes. Reads in flight keep
-the old fds.
+the old fds. PartitionLog passes in its own SegmentList and deletion scheduler: only the log changes
+them.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kafkad.storage.cleaner_swap import commit_swap, finish_swap
 from kafkad.storage.segment import LogSegment
+from kafkad.storage.segment_list import SegmentList
 
 if TYPE_CHECKING:
     from kafkad.storage.partition_log import PartitionLog
@@ -26,25 +29,20 @@ __all__ = ["cleanable_segments", "replace_segments"]
 
 def cleanable_segments(plog: PartitionLog) -> list[tuple[LogSegment, int]]:
     """The closed segments (never the active one) with the base of the segment after each."""
-    bases = plog._bases
-    return [(s, bases[i + 1]) for i, s in enumerate(plog._segments[:-1])]
+    return plog.segments.closed()
 
 
-def replace_segments(plog: PartitionLog, old: list[LogSegment], base_offset: int, end_offset: int) -> bool:
-    """Swap the cleaned files of `base_offset` in place of `old`; False (nothing renamed) if refused."""
-    segs = plog._segments
-    try:
-        i = next(k for k, s in enumerate(segs) if s is old[0])
-    except StopIteration:
-        return False
-    run = segs[i : i + len(old)]
-    if (
-        i + len(old) >= len(segs)
-        or len(run) != len(old)
-        or any(a is not b or a.deleted for a, b in zip(run, old, strict=True))
-        or old[0].base_offset != base_offset
-        or plog._bases[i + len(old)] != end_offset
-    ):
+def replace_segments(
+    plog: PartitionLog,
+    segments: SegmentList,
+    old: list[LogSegment],
+    base_offset: int,
+    end_offset: int,
+    schedule_delete: Callable[[LogSegment], None],
+) -> bool:
+    """Swap the cleaned files of `base_offset` in place of `old` in `plog`'s `segments`; False (nothing
+    renamed) if refused. `schedule_delete` hands a replaced segment to the log's delayed deletion."""
+    if segments.run_index(old, end_offset) is None or old[0].base_offset != base_offset:
         return False
     try:
         commit_swap(plog.directory, base_offset)
@@ -52,7 +50,7 @@ def replace_segments(plog: PartitionLog, old: list[LogSegment], base_offset: int
         log.warning("%s: cleaned segment %d not swapped in: %s", plog.directory, base_offset, exc)
         return False
     for seg in old:
-        plog._schedule_delete(seg)
+        schedule_delete(seg)
     finish_swap(plog.directory, base_offset)
     new = LogSegment(
         plog.directory,
@@ -64,6 +62,6 @@ def replace_segments(plog: PartitionLog, old: list[LogSegment], base_offset: int
     new.offset_index.trim()  # an empty cleaned index opens preallocated
     new.time_index.trim()
     new.read_next_offset()  # max timestamp of the batches after the last time index entry
-    plog._segments[i : i + len(old)] = [new]
-    plog._bases[i : i + len(old)] = [base_offset]
+    swapped = segments.replace_run(old, new, end_offset)
+    assert swapped, "checked above, and nothing ran on the loop since"
     return True

@@ -54,14 +54,6 @@ def default_opener(req: OpenRequest, clock: Clock) -> PartitionLog:
 def release_deleted_log(plog: PartitionLog) -> None:
     """Blocking: close a deleted log's files without writing anything (its directory was renamed).
 
-    PartitionLog.close() would flush and write a producer snapshot into the old path; until
-    PartitionLog offers a close without snapshot (`release()`), close its segments directly.
+    Not PartitionLog.close(): that would flush and write a producer snapshot into the old path.
     """
-    release = getattr(plog, "release", None)
-    if callable(release):
-        release()
-        return
-    for seg in plog.pop_expired_deletions(force=True):
-        seg.destroy()
-    for seg in plog._segments:  # TODO: PartitionLog.release() (see the docstring)
-        seg.close()
+    plog.release()

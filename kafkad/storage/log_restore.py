@@ -1,6 +1,7 @@
 """Restoring an opened PartitionLog's state from its segments: offsets, leader epochs, producer state.
 
-`restore_log` runs after log_loader opened (and possibly recovered) the segments: the log end comes
+`restore_log` runs after log_loader opened (and possibly recovered) the segments and PartitionLog
+installed them (a new empty segment at the log start if there were none): the log end comes
 from the active segment, the log start from the checkpoint bounded by the segments, the recovery point
 from the checkpoint bounded by the log end. Leader epochs: the checkpoint is trusted up to the
 recovered part, which is rebuilt from the recovered batch headers. Producer state: the newest snapshot,
@@ -26,18 +27,16 @@ __all__ = ["headers_from", "load_producer_state", "restore_log"]
 def restore_log(
     plog: PartitionLog, loaded: LoadedSegments, *, recovery_point: int, log_start_offset: int
 ) -> None:
-    """Install the loaded segments into `plog` and restore its offsets, leader epochs, producer state."""
+    """Restore `plog`'s offsets, leader epochs and producer state from its installed segments."""
     d = plog.directory
-    plog._segments = loaded.segments or [plog._new_segment(log_start_offset)]
-    plog._bases = [s.base_offset for s in plog._segments]
     recovered, first_recovered = loaded.recovered, loaded.first_recovered
-    active = plog._segments[-1]
+    active = plog.active_segment
     active.resize_indexes(plog.config.segment_index_bytes)
     plog.log_end_offset = active.read_next_offset()
-    plog.log_start_offset = max(log_start_offset, plog._segments[0].base_offset)
+    plog.log_start_offset = max(log_start_offset, plog.segments.first_base)
     plog.log_start_offset = min(plog.log_start_offset, plog.log_end_offset)
     plog.recovery_point = min(recovery_point, plog.log_end_offset)
-    plog._high_watermark = plog.log_start_offset
+    plog.high_watermark = plog.log_start_offset  # the setter's clamp keeps it: start <= end
     # Leader epochs: trust the checkpoint up to the recovered part, rebuild that from headers.
     plog.leader_epoch_cache = LeaderEpochCache.load(d)
     if first_recovered is not None:
@@ -75,7 +74,7 @@ def headers_from(plog: PartitionLog, offset: int) -> list[BatchHeader]:
     out: list[BatchHeader] = []
     if offset >= plog.log_end_offset:
         return out
-    for seg in plog._segments[max(0, plog._segment_index(offset)) :]:
+    for seg in plog.segments.from_offset(offset):
         header = seg.translate_offset(offset)
         while header is not None:
             out.append(header)

@@ -57,10 +57,8 @@ class DelayedDeletions:
 
 def closed_segments(log: PartitionLog) -> list[SegmentInfo]:
     """Every segment but the active one, oldest first (for a broker-wide disk budget)."""
-    bases = log._bases
     return [
-        SegmentInfo(s.base_offset, bases[i + 1], s.size, s.largest_timestamp())
-        for i, s in enumerate(log._segments[:-1])
+        SegmentInfo(s.base_offset, end, s.size, s.largest_timestamp()) for s, end in log.segments.closed()
     ]
 
 
@@ -105,6 +103,6 @@ def apply_retention(log: PartitionLog, now_ms: int) -> int:
         log.roll()
     count = 0
     for _ in retention_candidates(log, now_ms):
-        log._delete_first_segment()
+        log.delete_oldest_segment()  # candidates are closed segments: the active one stays
         count += 1
     return count

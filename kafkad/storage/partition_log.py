@@ -26,7 +26,6 @@ Concurrency: runs on the event loop and never blocks, except methods documented 
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import logging
 import os
@@ -57,6 +56,7 @@ from kafkad.storage.records import (
 )
 from kafkad.storage.records.batch import CONTROL_FLAG, LOG_OVERHEAD
 from kafkad.storage.segment import LogSegment
+from kafkad.storage.segment_list import SegmentList, SegmentView
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,7 @@ class PartitionLog:
         self.config = config
         self.clock = clock
         self.stats = LogStats()
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
+        self._segments = SegmentList()
         self._deletions = log_retention.DelayedDeletions(clock)
         self.log_start_offset = 0
         self.log_end_offset = 0
@@ -143,6 +142,7 @@ class PartitionLog:
             new_segment=self._new_segment,
             stats=self.stats,
         )
+        self._segments.reset(loaded.segments or [self._new_segment(log_start_offset)])
         log_restore.restore_log(
             self, loaded, recovery_point=recovery_point, log_start_offset=log_start_offset
         )
@@ -161,6 +161,11 @@ class PartitionLog:
         self._high_watermark = max(self.log_start_offset, min(offset, self.log_end_offset))
 
     @property
+    def segments(self) -> SegmentView:
+        """The segments, oldest first (read-only: they change through this log's methods)."""
+        return self._segments
+
+    @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self._segments)
 
@@ -170,11 +175,7 @@ class PartitionLog:
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments[-1]
-
-    def _segment_index(self, offset: int) -> int:
-        """Index of the segment that would hold `offset` (-1 if below the first)."""
-        return bisect.bisect_right(self._bases, offset) - 1
+        return self._segments.active
 
     # ---- append --------------------------------------------------------------------------------
 
@@ -257,7 +258,7 @@ class PartitionLog:
             if not replica:
                 patch_offset_and_epoch(records, h.position, first, leader_epoch)
             ts = h.max_timestamp
-            self._segments[-1].append(last_offset, ts if ts > -1 else -1, first, records)
+            self._segments.active.append(last_offset, ts if ts > -1 else -1, first, records)
             epoch = h.partition_leader_epoch if replica else leader_epoch
             if epoch > epochs.latest_epoch:
                 epochs.assign(epoch, first)
@@ -281,7 +282,7 @@ class PartitionLog:
             if ts > max_ts:
                 max_ts, offset_of_max_ts = ts, offset
             offset += h.last_offset_delta + 1
-        self.active_segment.append(last_offset, max_ts, offset_of_max_ts, records)
+        self._segments.active.append(last_offset, max_ts, offset_of_max_ts, records)
         for h, base in zip(headers, bases, strict=True):
             epoch = h.partition_leader_epoch if replica else leader_epoch
             if epoch > epochs.latest_epoch:
@@ -292,7 +293,7 @@ class PartitionLog:
         return AppendResult(first, last_offset, now_ms if log_append else -1, self.log_start_offset)
 
     def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now_ms: int, max_ts: int) -> None:
-        seg = self.active_segment
+        seg = self._segments.active
         if seg.size == 0:
             if seg.base_offset != first_offset and not seg.can_hold(last_offset):
                 self._replace_empty_active(first_offset)
@@ -313,11 +314,7 @@ class PartitionLog:
             self.roll(first_offset)
 
     def _replace_empty_active(self, base_offset: int) -> None:
-        old = self._segments.pop()
-        self._bases.pop()
-        old.destroy()
-        self._segments.append(self._new_segment(base_offset))
-        self._bases.append(base_offset)
+        self._segments.replace_active(self._new_segment(base_offset)).destroy()
 
     def roll(self, base_offset: int | None = None) -> LogSegment:
         """Close the active segment for appends and start a new one at `base_offset` (default: the LEO)."""
@@ -330,8 +327,7 @@ class PartitionLog:
         old.on_becoming_inactive()
         self.producer_state.take_snapshot(new_base)
         seg = self._new_segment(new_base)
-        self._segments.append(seg)
-        self._bases.append(new_base)
+        self._segments.roll(seg)
         self._roll_flush_pending = True
         log.debug("%s-%d: rolled segment at %d", self.topic, self.partition, new_base)
         return seg
@@ -352,11 +348,9 @@ class PartitionLog:
         limit = leo if max_offset is None else min(max_offset, leo)
         if offset >= limit:
             return _EMPTY
-        i = max(0, self._segment_index(offset))
         segments = self._segments
-        while i < len(segments):
-            seg = segments[i]
-            next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        i, seg, next_base = segments.locate(offset)
+        while True:
             max_position = seg.size
             if limit < leo and (next_base is None or limit < next_base):
                 found = seg.locate(limit)
@@ -368,6 +362,7 @@ class PartitionLog:
             if next_base is None or limit <= next_base:
                 break
             i += 1
+            seg, next_base = segments[i], segments.next_base(i)
         return _EMPTY
 
     def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
@@ -393,8 +388,7 @@ class PartitionLog:
         return None
 
     def _segment_end(self, seg: LogSegment) -> int:
-        i = self._bases.index(seg.base_offset)
-        return self._bases[i + 1] if i + 1 < len(self._bases) else self.log_end_offset
+        return self._segments.end_offset(seg, self.log_end_offset)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= requested, its end offset), (-1, -1) if unknown."""
@@ -409,9 +403,8 @@ class PartitionLog:
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
-        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
-            self._schedule_delete(self._segments.pop())
-            self._bases.pop()
+        for seg in self._segments.truncate_after(offset):
+            self._schedule_delete(seg)
         active = self.active_segment
         active.truncate_to(offset)
         active.resize_indexes(self.config.segment_index_bytes)
@@ -419,10 +412,9 @@ class PartitionLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and restart the log empty at `offset`."""
-        for seg in self._segments:
-            self._schedule_delete(seg)
-        self._segments = [self._new_segment(offset)]
-        self._bases = [offset]
+        for seg in self._segments.reset(()):
+            self._schedule_delete(seg)  # renamed away before a new segment may reuse the base's names
+        self._segments.reset([self._new_segment(offset)])
         self.log_start_offset = offset
         self.leader_epoch_cache.clear()
         self._after_truncation(offset)
@@ -455,12 +447,12 @@ class PartitionLog:
         self.producer_state.truncate_head(offset)
 
     def _delete_first_segment(self) -> SegmentInfo:
-        seg = self._segments.pop(0)
-        self._bases.pop(0)
-        info = SegmentInfo(seg.base_offset, self._bases[0], seg.size, seg.largest_timestamp())
+        seg = self._segments.drop_first()
+        first_base = self._segments.first_base
+        info = SegmentInfo(seg.base_offset, first_base, seg.size, seg.largest_timestamp())
         self._schedule_delete(seg)
-        if self.log_start_offset < self._bases[0]:
-            self._advance_log_start(self._bases[0])
+        if self.log_start_offset < first_base:
+            self._advance_log_start(first_base)
         return info
 
     def _schedule_delete(self, seg: LogSegment) -> None:
@@ -526,7 +518,7 @@ class PartitionLog:
         self._last_flush_ms = self.clock.monotonic_ms()
         if target <= start:
             return start
-        segments = list(self._segments)
+        segments = self._segments.snapshot()
         for i, seg in enumerate(segments):
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             if seg.base_offset < target and (next_base is None or next_base > start):
@@ -542,10 +534,8 @@ class PartitionLog:
         """
         for seg in self._deletions.pop_all():
             seg.close()
-        for seg in self._segments:
+        for seg in self._segments.reset(()):
             seg.close()
-        self._segments = []
-        self._bases = []
 
     def close(self) -> None:
         """Blocking: clean shutdown of this log: flush, producer snapshot at the log end, close files."""
@@ -553,10 +543,8 @@ class PartitionLog:
         self.producer_state.take_snapshot(self.log_end_offset, fsync=True)
         self.leader_epoch_cache.flush()
         self.reap_deleted(force=True)
-        for seg in self._segments:
+        for seg in self._segments.reset(()):
             seg.close()
-        self._segments = []
-        self._bases = []
 
     # ---- log cleaner (compaction: cleaner_segments) -------------------------------------------
 
@@ -571,4 +559,6 @@ class PartitionLog:
         log followed by a segment at `end_offset` (truncation, retention or deletion may have raced
         the cleaner). Renames only; reads in flight keep the old fds (see cleaner_segments).
         """
-        return cleaner_segments.replace_segments(self, old, base_offset, end_offset)
+        return cleaner_segments.replace_segments(
+            self, self._segments, old, base_offset, end_offset, self._schedule_delete
+        )

@@ -3,9 +3,11 @@
 #
 # The packages must install with no network: kafkad and its Python dependencies are installed with
 # `pip install --target` into stage/usr/lib/kafkad/site-packages as wheels for the TARGET interpreter
-# (Debian 12's /usr/bin/python3 = CPython 3.11, manylinux glibc wheels), whatever Python runs this
-# script; /usr/bin/kafkad* are shell wrappers that put that directory first on PYTHONPATH and run
-# /usr/bin/python3. Every compiled extension is checked against the target ABI before packaging.
+# (CPython 3.11, manylinux glibc wheels), whatever Python runs this script. /usr/bin/kafkad* are shell
+# wrappers that put that directory first on PYTHONPATH and run /usr/bin/python3.11 (Debian 12, Ubuntu
+# 22.04, RHEL/Rocky/Alma 9.2+ AppStream and Fedora all ship CPython 3.11 under that name; RHEL 9's
+# python3 is 3.9), falling back to /usr/bin/python3 only if that is CPython 3.11 and otherwise failing
+# with a clear message. Every compiled extension is checked against the target ABI before packaging.
 #
 # Usage: packaging/build.sh [deb|rpm ...]   (default: both)
 # Env: PYTHON (interpreter with pip; default .venv/bin/python), ARCH (Debian name: amd64|arm64;
@@ -16,7 +18,7 @@ REPO="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON="${PYTHON:-$REPO/.venv/bin/python}"
 OUT="${OUT:-$REPO/dist}"
 BUILD="${BUILD:-$REPO/build/packages}"
-TARGET_PY="3.11"           # keep in step with the python3 (<< 3.12) dependency in nfpm.yaml
+TARGET_PY="3.11"           # keep in step with the python3.11 dependencies in nfpm.yaml
 TARGET_ABI="cp311"
 FORMATS=("$@")
 [ ${#FORMATS[@]} -gt 0 ] || FORMATS=(deb rpm)
@@ -96,21 +98,37 @@ else
 fi
 
 log "writing /usr/bin wrappers from pyproject's [project.scripts]"
-"$PYTHON" - "$REPO/pyproject.toml" "$STAGE/usr/bin" <<'EOF'
+"$PYTHON" - "$REPO/pyproject.toml" "$STAGE/usr/bin" "$TARGET_PY" <<'EOF'
 import pathlib, sys, tomllib
 scripts = tomllib.loads(pathlib.Path(sys.argv[1]).read_text())["project"]["scripts"]
-out = pathlib.Path(sys.argv[2])
+out, want = pathlib.Path(sys.argv[2]), sys.argv[3]
+# The probe runs isolated (-I: no PYTHONPATH, no user site) so only the interpreter itself answers.
+TEMPLATE = """\
+#!/bin/sh
+# {name} from the kafkad package: {target} on CPython {want} (the bundled compiled wheels are
+# cp{abi}), with the bundled dependencies in /usr/lib/kafkad/site-packages first on the path (also for
+# child processes). Runs /usr/bin/python{want}, which the package depends on; /usr/bin/python3 only
+# if that is CPython {want} itself (RHEL 9's python3 is 3.9, newer distros' are newer).
+python=/usr/bin/python{want}
+if [ ! -x "$python" ]; then
+    python=/usr/bin/python3
+    found=$("$python" -I -c 'import sys; print(sys.implementation.name, "%d.%d" % sys.version_info[:2])' 2>/dev/null)
+    if [ "$found" != "cpython {want}" ]; then
+        echo "{name}: needs CPython {want}: /usr/bin/python{want} is missing and /usr/bin/python3 is ${{found:-missing or broken}}; install the python{want} package" >&2
+        exit 1
+    fi
+fi
+PYTHONPATH="/usr/lib/kafkad/site-packages${{PYTHONPATH:+:$PYTHONPATH}}"
+export PYTHONPATH
+exec "$python" -s -c 'import sys; sys.argv[0] = "{name}"; from {module} import {func}; sys.exit({func}())' "$@"
+"""
 for name, target in sorted(scripts.items()):
     module, func = target.split(":")
     path = out / name
     path.write_text(
-        "#!/bin/sh\n"
-        f"# {name} from the kafkad package: {target} on the system python3, with the bundled\n"
-        "# dependencies in /usr/lib/kafkad/site-packages first on the path (also for child processes).\n"
-        'PYTHONPATH="/usr/lib/kafkad/site-packages${PYTHONPATH:+:$PYTHONPATH}"\n'
-        "export PYTHONPATH\n"
-        f"exec /usr/bin/python3 -s -c 'import sys; sys.argv[0] = \"{name}\"; "
-        f"from {module} import {func}; sys.exit({func}())' \"$@\"\n"
+        TEMPLATE.format(
+            name=name, target=target, want=want, abi=want.replace(".", ""), module=module, func=func
+        )
     )
     path.chmod(0o755)
 EOF

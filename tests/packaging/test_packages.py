@@ -4,6 +4,10 @@ The install test runs the packaged /usr/bin/kafkad as the kafkad user (like the 
 NOTIFY_SOCKET pointing at our own datagram socket, waits for READY=1, does a produce/consume round
 trip with confluent-kafka, checks /healthz and /metrics, stops it with SIGTERM, removes the package and
 checks that the data stayed. It changes this machine (dpkg -i / -r), so it needs root.
+
+The wrappers' interpreter choice (/usr/bin/python3.11, else /usr/bin/python3 if it is 3.11, else a clear
+error) is tested on the real wrapper scripts from the .deb, run in a private mount namespace
+(`unshare --mount`, root) whose /usr/bin is a fake holding only sh and the pythons of each scenario.
 """
 
 from __future__ import annotations
@@ -97,7 +101,9 @@ def test_deb_metadata_and_contents(built: Built) -> None:
     }
     assert fields["Package"] == "kafkad"
     assert fields["Version"].startswith(VERSION)
-    assert "python3 (>= 3.11)" in fields["Depends"] and "python3 (<< 3.12)" in fields["Depends"]
+    depends = [dep.strip() for dep in fields["Depends"].split(",")]
+    assert "python3.11" in depends, depends  # the package owning /usr/bin/python3.11 on Debian/Ubuntu
+    assert not any(dep.startswith("python3 ") for dep in depends), depends
     assert "python3-systemd" in fields["Recommends"]
     info = _run("dpkg-deb", "-I", str(built.deb)).stdout
     for script in ("postinst", "prerm", "postrm"):
@@ -118,8 +124,13 @@ def test_rpm_metadata_and_contents(built: Built) -> None:
     info = _run(rpm, "-qip", str(built.rpm)).stdout
     assert "Name        : kafkad" in info
     assert f"Version     : {VERSION}" in info
-    requires = _run(rpm, "-qp", "--requires", str(built.rpm)).stdout.splitlines()
-    assert "python3 >= 3.11" in requires and "python3 < 3.12" in requires
+    requires = _run(rpm, "-qpR", str(built.rpm)).stdout.splitlines()
+    # A file dependency: RHEL/Rocky/Alma 9's python3 is 3.9 and CPython 3.11 is the separate
+    # python3.11 package (as on Fedora); dnf resolves the file to it.
+    assert "/usr/bin/python3.11" in requires, requires
+    assert not any(req.startswith("python3 ") for req in requires), requires
+    # python3-systemd on RHEL 9 is built for 3.9: no use to us, so not even recommended.
+    assert "python3-systemd" not in _run(rpm, "-qp", "--recommends", str(built.rpm)).stdout
     files = set(_run(rpm, "-qlp", str(built.rpm)).stdout.splitlines())
     assert files >= EXPECTED_FILES, EXPECTED_FILES - files
     assert _run(rpm, "-qp", "--configfiles", str(built.rpm)).stdout.split() == [
@@ -129,12 +140,18 @@ def test_rpm_metadata_and_contents(built: Built) -> None:
     assert "postinstall scriptlet" in scripts and "preuninstall scriptlet" in scripts
 
 
-def test_bundled_deps_import_on_the_system_python(built: Built, tmp_path: Path) -> None:
-    """The extracted tree alone (no venv, no network) is enough for /usr/bin/python3."""
-    _run("dpkg-deb", "-x", str(built.deb), str(tmp_path))
-    site = tmp_path / "usr/lib/kafkad/site-packages"
+@pytest.fixture(scope="module")
+def extracted(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("deb-root")
+    _run("dpkg-deb", "-x", str(built.deb), str(root))
+    return root
+
+
+def test_bundled_deps_import_on_python3_11(extracted: Path) -> None:
+    """The extracted tree alone (no venv, no network) is enough for /usr/bin/python3.11."""
+    site = extracted / "usr/lib/kafkad/site-packages"
     sys_abi = _run(
-        "/usr/bin/python3", "-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"
+        "/usr/bin/python3.11", "-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"
     )
     suffix = sys_abi.stdout.strip()
     extensions = [p for p in site.rglob("*.so") if not p.parent.name.endswith(".libs")]
@@ -142,15 +159,96 @@ def test_bundled_deps_import_on_the_system_python(built: Built, tmp_path: Path) 
     assert all(p.name.endswith((suffix, ".abi3.so")) for p in extensions), extensions
     probe = "import " + ", ".join((*BUNDLED, "kafkad.daemon.metrics")) + "; print(uvloop.__file__)"
     result = subprocess.run(
-        ["/usr/bin/python3", "-s", "-c", probe],
+        ["/usr/bin/python3.11", "-s", "-c", probe],
         capture_output=True,
         text=True,
         timeout=60,
         env={**CLEAN_ENV, "PYTHONPATH": str(site)},
-        cwd=tmp_path,
+        cwd=extracted,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().startswith(str(site))
+
+
+# A stand-in python: answers the wrapper's isolated (-I) version probe as CPython 3.9 (RHEL 9's
+# python3) and fails loudly if the wrapper runs kafkad on it anyway.
+FAKE_PYTHON39 = """#!/bin/sh
+if [ "$1" = -I ]; then echo "cpython 3.9"; exit 0; fi
+echo "FAKE $0 ran kafkad" >&2
+exit 3
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Interpreters:
+    """What /usr/bin holds in one scenario: the real 3.11 interpreter, the fake 3.9 one, or nothing."""
+
+    python3_11: str | None
+    python3: str | None
+    runs: str | None  # the interpreter the wrappers must exec, None = they must refuse
+
+
+# Wrappers whose entry point needs the central host's separately installed spark extra.
+NEEDS_SPARK_EXTRA = {"kafkad-spark-ingest"}
+
+SCENARIOS = {
+    "rhel9-python3.11-package": Interpreters("real", "fake39", runs="/usr/bin/python3.11"),
+    "python3-is-3.11": Interpreters(None, "real", runs="/usr/bin/python3"),
+    "python3-is-3.9-only": Interpreters(None, "fake39", runs=None),
+    "no-python": Interpreters(None, None, runs=None),
+}
+
+
+def _fake_usr_bin(directory: Path, interpreters: Interpreters) -> Path:
+    directory.mkdir()
+    shutil.copy2(os.path.realpath("/bin/sh"), directory / "sh")  # the wrappers' #!/bin/sh
+    for name, kind in (("python3.11", interpreters.python3_11), ("python3", interpreters.python3)):
+        if kind == "real":
+            shutil.copy2(os.path.realpath("/usr/bin/python3.11"), directory / name)
+        elif kind == "fake39":
+            (directory / name).write_text(FAKE_PYTHON39)
+            (directory / name).chmod(0o755)
+    return directory
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_wrappers_pick_cpython_3_11(extracted: Path, tmp_path: Path, scenario: str) -> None:
+    assert os.geteuid() == 0, "a private mount namespace over /usr/bin needs root"
+    interpreters = SCENARIOS[scenario]
+    fake_bin = _fake_usr_bin(tmp_path / "usr-bin", interpreters)
+    wrappers = sorted((extracted / "usr/bin").iterdir())
+    assert {w.name for w in wrappers} >= {"kafkad", "kafkad-topics", "kafkad-spark-ingest"}
+    # The bundled tree is not installed here: the extracted one rides on the PYTHONPATH the wrapper
+    # appends after /usr/lib/kafkad/site-packages.
+    env = {**CLEAN_ENV, "PYTHONPATH": str(extracted / "usr/lib/kafkad/site-packages")}
+    for wrapper in wrappers:
+        result = subprocess.run(
+            [
+                "unshare", "--mount", "--", "/bin/sh", "-c",
+                'mount --bind "$1" /usr/bin && shift && exec "$@"',
+                "sh", str(fake_bin), str(wrapper), "--help",
+            ],
+            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        name = wrapper.name
+        assert "FAKE" not in result.stderr, (name, result.stderr)
+        if interpreters.runs is None:
+            found = "cpython 3.9" if interpreters.python3 else "missing or broken"
+            assert result.returncode == 1, (name, result)
+            assert result.stderr == (
+                f"{name}: needs CPython 3.11: /usr/bin/python3.11 is missing and /usr/bin/python3 is "
+                f"{found}; install the python3.11 package\n"
+            )
+            assert result.stdout == ""
+        elif name in NEEDS_SPARK_EXTRA:
+            # Its entry point imports pyarrow/pyspark, which the package does not bundle: reaching
+            # that import from the bundled tree shows the wrapper ran it on the real interpreter.
+            assert "No module named 'pyarrow'" in result.stderr, (name, result.stderr)
+            assert f"{extracted}/usr/lib/kafkad/site-packages/kafkad/" in result.stderr
+        else:
+            # argparse's usage line shows the wrapper's name: the entry point really ran.
+            assert result.returncode == 0, (name, result.stderr)
+            assert result.stdout.startswith(f"usage: {name} "), (name, result.stdout)
 
 
 def _free_port() -> int:
@@ -264,6 +362,9 @@ def test_install_run_round_trip_and_remove_keeps_data(installed: Path) -> None:
             assert _wait_port(port, proc, 30), (
                 f"broker not listening (exit={proc.poll()}): {log_path.read_text()}"
             )
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+        if cmdline[0] != b"/usr/bin/python3.11":
+            problems.append(f"the wrapper exec'd {cmdline[0]!r}, not /usr/bin/python3.11")
         _round_trip(port)
         problems += _check_ops_endpoint(metrics_port)
         if not notify.wait_for("WATCHDOG=1", 5):

@@ -308,7 +308,12 @@ class LogManager(LogManagerPasses):
         return sorted(p for t, p in self._logs if t == topic)
 
     def logs(self) -> Iterator[PartitionLog]:
+        """Every open log (a snapshot: partitions may come and go while the caller iterates)."""
         return iter(list(self._logs.values()))
+
+    def partition_logs(self) -> list[tuple[TopicPartition, PartitionLog]]:
+        """Every open log with its (topic, partition), as a snapshot list."""
+        return list(self._logs.items())
 
     # ---- topic overrides ------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ part (fsync, closing files and unlinking) to a blocking method the daemon runs i
 `flush_pass` -> `flush_logs`, `collect_deletions` -> `run_deletions`. Deleted segments and topic dirs
 keep their files and fds for file.delete.delay.ms (monotonic clock), so a response being sendfile'd
 from them still reads valid bytes; `collect_deletions` hands out what is due. Bytes deleted but not yet
-unlinked count as free space for the disk budget.
+unlinked count as free space for the disk budget. The passes see the logs only through LogManager's
+public read-only accessors (`partition_logs`, `logs`, `get`), never its dict of logs.
 """
 
 from __future__ import annotations
@@ -68,11 +69,21 @@ class LogManagerPasses:
     _probe: UsageProbe
     _is_shipped: ShippedCheck
     _dirs: list[str]
-    _logs: dict[TopicPartition, PartitionLog]
     _dir_of: dict[TopicPartition, str]
     _pending: list[_Pending]
     _freed: list[_Freed]
     _lock: threading.Lock
+
+    # ---- LogManager's read-only view of its logs (defined there) ---------------------------------
+
+    def partition_logs(self) -> list[tuple[TopicPartition, PartitionLog]]:
+        raise NotImplementedError
+
+    def logs(self) -> Iterator[PartitionLog]:
+        raise NotImplementedError
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        raise NotImplementedError
 
     # ---- periodic passes (decide on the loop) ---------------------------------------------------
 
@@ -87,7 +98,7 @@ class LogManagerPasses:
         deleted = 0
         held = 0
         gated = self._is_shipped is not everything_shipped
-        for tp, plog in list(self._logs.items()):
+        for tp, plog in self.partition_logs():
             before = plog.size_bytes
             if gated:
                 n, kept = self._retain_shipped(tp, plog, now_ms)
@@ -126,7 +137,7 @@ class LogManagerPasses:
             self.budget.unblock()
             return BudgetPlan((), (), 0)
         used: dict[str, int] = dict.fromkeys(self._dirs, 0)
-        for tp, plog in list(self._logs.items()):
+        for tp, plog in self.partition_logs():
             used[self._dir_of[tp]] += plog.size_bytes
         usage: dict[str, DiskUsage] = {}
         if cfg.log_dirs_min_free_percent > 0:
@@ -160,7 +171,7 @@ class LogManagerPasses:
                 c.size_bytes,
             )
         for (topic, p), upto in plan.delete_before().items():
-            target = self._logs.get((topic, p))
+            target = self.get(topic, p)
             if target is None:
                 continue
             freed = 0
@@ -184,7 +195,7 @@ class LogManagerPasses:
         return plan
 
     def _candidates(self) -> Iterator[SegmentCandidate]:
-        for (topic, p), plog in list(self._logs.items()):
+        for (topic, p), plog in self.partition_logs():
             d = self._dir_of[(topic, p)]
             for seg in plog.closed_segments():
                 yield SegmentCandidate(d, topic, p, seg.base_offset, seg.size_bytes, seg.largest_timestamp_ms)
@@ -197,7 +208,7 @@ class LogManagerPasses:
 
     def flush_pass(self, now_ms: int) -> list[PartitionLog]:
         """Loop-safe: the logs due a flush (flush.messages, flush.ms, a roll); run `flush_logs` on them."""
-        return [plog for plog in list(self._logs.values()) if plog.flush_due()]
+        return [plog for plog in self.logs() if plog.flush_due()]
 
     def flush_logs(self, logs: Sequence[PartitionLog]) -> None:
         """Blocking: call in executor. fsync the given logs (advances their recovery points)."""
@@ -216,7 +227,7 @@ class LogManagerPasses:
         """Loop-safe: the deletions whose file.delete.delay.ms passed; give them to `run_deletions`."""
         now = self._clock.monotonic_ms()
         out: list[Deletion] = []
-        for plog in list(self._logs.values()):
+        for plog in self.logs():
             out += [seg.destroy for seg in plog.pop_expired_deletions()]
         with self._lock:
             out += [p.action for p in self._pending if p.due_ms <= now]

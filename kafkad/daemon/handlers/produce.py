@@ -3,6 +3,11 @@
 Per partition: find the leader Partition, check the disk budget, reject zstd below v7, append (storage
 validates CRC/size/sequence and patches offsets in place), then for acks=-1 wait for the high watermark
 within timeout_ms. acks=0 gets no response at all.
+
+A compacted topic (cleanup.policy contains "compact") refuses records without a key, as Kafka's
+LogValidator does: the partition answers INVALID_RECORD with one record_errors entry per keyless record
+(v8+) and nothing of it is appended. Only these partitions have their records walked (key_check.py);
+every other topic's batches are never decoded.
 """
 
 from __future__ import annotations
@@ -14,21 +19,63 @@ from typing import Any
 
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
-from kafkad.storage.records import Compression, read_header
+from kafkad.storage.records import Compression, read_header, validate_client_batches
+from kafkad.storage.records.key_check import null_key_indexes
 
 log = logging.getLogger(__name__)
 
 
-def _partition_response(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+def _partition_response(
+    index: int,
+    code: ErrorCode,
+    message: str | None = None,
+    record_errors: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     return {
         "index": index,
         "error_code": int(code),
         "base_offset": -1,
         "log_append_time_ms": -1,
         "log_start_offset": -1,
-        "record_errors": [],
+        "record_errors": record_errors or [],
         "error_message": message,
     }
+
+
+class _KeylessRecords(Exception):
+    """Records without a key for a compacted topic: INVALID_RECORD with per-record errors."""
+
+    def __init__(self, record_errors: list[dict[str, Any]], message: str) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
+        self.message = message
+
+
+def _check_keys(topic: str, index: int, view: memoryview) -> None:
+    """Kafka's validateKey for a compacted topic: raise _KeylessRecords if any record has a null key.
+
+    Batches are checked in order and the first batch with keyless records fails the partition, as in
+    Kafka (which stops at its first failing batch). batch_index is the record's index in the partition's
+    record set: Kafka's index within the batch, since clients send one batch per partition.
+    """
+    # Header and CRC first (Kafka validates the batch before its records); append re-checks them,
+    # a few us per batch paid only by compacted topics.
+    first = 0
+    for header in validate_client_batches(view):
+        missing = null_key_indexes(view, header.position)
+        if missing:
+            text = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}."
+            errors = [{"batch_index": first + i, "batch_index_error_message": text} for i in missing]
+            # Kafka's RecordValidationException wording (processRecordErrors).
+            shown = ", ".join(
+                f"RecordError(batchIndex={e['batch_index']}, message='{text}')" for e in errors[:3]
+            )
+            raise _KeylessRecords(
+                errors,
+                f"One or more records have been rejected due to {len(errors)} record errors in total, "
+                f"and only showing the first three errors at most: [{shown}]",
+            )
+        first += header.records_count
 
 
 def _all_failed(request: Request, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -72,6 +119,8 @@ async def _append(
         view = records if isinstance(records, memoryview) else memoryview(bytearray(records))
         _check_compression(view, ctx.version)
         broker.replicas.check_writable()
+        if "compact" in part.log.config.cleanup_policy:
+            _check_keys(topic, index, view)
         result = part.append_as_leader(view, now_ms=broker.clock.time_ms(), required_acks=acks)
         # acks=-1 waits only when the HW does not already cover the append (with ISR = {leader} it
         # always does): wait_for would cost a Task per partition on the hot path.
@@ -91,6 +140,10 @@ async def _append(
     except KafkaError as e:
         _failed(broker, topic)
         return _partition_response(index, e.code, e.message or None)
+    except _KeylessRecords as e:
+        log.debug("produce to %s-%d refused: %s", topic, index, e.message)
+        _failed(broker, topic)
+        return _partition_response(index, ErrorCode.INVALID_RECORD, e.message, e.record_errors)
     except OSError as e:
         log.error("produce to %s-%d failed: %s", topic, index, e)
         _failed(broker, topic)

@@ -4,6 +4,10 @@ Starts `python -m kafkad.daemon.main` with a generated server.properties in a tm
 free port that stays the same across restarts (clients keep their bootstrap). Startup waits for the
 "started" log line and a TCP connect; a process that dies or stays silent fails the test loudly with its
 log. stdout/stderr go to `<dir>/kafkad.log` (appended across restarts).
+
+A port picked by `free_port` can be taken by someone else before kafkad binds it (other test runs share
+the machine): the first start of a broker whose port was not given retries on a fresh port when kafkad
+reports the address in use. Restarts never move (clients hold the bootstrap).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ class BrokerProcess:
         overrides: Mapping[str, str] | None = None,
         *,
         port: int | None = None,
-        startup_timeout_s: float = 30.0,
+        startup_timeout_s: float = 90.0,
     ) -> None:
         self.dir = Path(base_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -44,6 +48,7 @@ class BrokerProcess:
         self.config_path = self.dir / "server.properties"
         self.log_path = self.dir / "kafkad.log"
         self.port = port or free_port()
+        self._port_movable = port is None  # until the first successful start
         self.overrides: dict[str, str] = dict(overrides or {})
         self.startup_timeout_s = startup_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
@@ -75,6 +80,20 @@ class BrokerProcess:
             raise RuntimeError("broker already running")
         if overrides:
             self.overrides.update(overrides)
+        for _attempt in range(3):
+            try:
+                self._spawn()
+                break
+            except BrokerStartError:
+                if not (self._port_movable and "address already in use" in self.log_text()):
+                    raise
+                self.port = free_port()  # lost the race for the port to another process: pick again
+        else:
+            raise BrokerStartError(f"no free port after 3 attempts; log:\n{self.log_text()}")
+        self._port_movable = False
+        return self.port
+
+    def _spawn(self) -> None:
         self._write_config()
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
@@ -88,7 +107,6 @@ class BrokerProcess:
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         self._wait_ready()
-        return self.port
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_s

@@ -13,7 +13,8 @@ class Raw:
     """A bare TCP client speaking length-prefixed frames."""
 
     def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=15)
+        # Generous: a loaded machine can be slow, a wedged broker still fails the test.
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
         self.corr = 0
 
     def send_raw(self, data: bytes) -> None:

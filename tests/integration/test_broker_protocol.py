@@ -297,9 +297,11 @@ def test_long_poll_is_woken_by_produce(broker: BrokerProcess, raw: Raw) -> None:
         },
     )
     raw.corr += 1
+    # max_wait far beyond the read timeout below: only the append can answer the fetch in time, and the
+    # read timeout itself is generous (a loaded machine may be slow to wake, but not by minutes).
     fetch_req = {
         "replica_id": -1,
-        "max_wait_ms": 10_000,
+        "max_wait_ms": 600_000,
         "min_bytes": 1,
         "max_bytes": 1 << 20,
         "topics": [
@@ -337,7 +339,7 @@ def test_long_poll_is_woken_by_produce(broker: BrokerProcess, raw: Raw) -> None:
         )
     finally:
         other.close()
-    raw.sock.settimeout(5)  # far below max_wait_ms: only the append can have answered it
+    raw.sock.settimeout(120)  # far below max_wait_ms: only the append can have answered it
     corr, body = decode_response(1, 11, raw.recv_frame())
     assert corr == raw.corr
     assert b"wake" in bytes(body["responses"][0]["partitions"][0]["records"])

@@ -55,11 +55,11 @@ def test_list_offsets_by_timestamp(bootstrap: str) -> None:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-by-time"})
     try:
         for want in (0, 1, 4095, 4096, 12_345, 49_999):
-            res = c.offsets_for_times([TopicPartition("by-time", 0, ts0 + want)], timeout=10)
+            res = c.offsets_for_times([TopicPartition("by-time", 0, ts0 + want)], timeout=60)
             assert res[0].offset == want, f"timestamp ts0+{want} -> offset {res[0].offset}"
-        past_end = c.offsets_for_times([TopicPartition("by-time", 0, ts0 + 10**9)], timeout=10)
+        past_end = c.offsets_for_times([TopicPartition("by-time", 0, ts0 + 10**9)], timeout=60)
         assert past_end[0].offset == -1  # no record at or after: OFFSET_END, as Kafka answers
-        low, high = c.get_watermark_offsets(TopicPartition("by-time", 0), timeout=10)
+        low, high = c.get_watermark_offsets(TopicPartition("by-time", 0), timeout=60)
         assert (low, high) == (0, 50_000)
     finally:
         c.close()

@@ -82,7 +82,7 @@ def mutated_frames(draw: st.DrawFn) -> bytes:
 
 
 def _throw(port: int, data: bytes) -> None:
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
         s.settimeout(0.3)
         try:
             s.sendall(data)

@@ -26,7 +26,7 @@ def test_kafkajs_produces_and_consumes_in_a_group(bootstrap: str) -> None:
     proc = subprocess.run(
         [node, str(HERE / "roundtrip.js"), bootstrap, "kafkajs-roundtrip", "6000"],
         capture_output=True,
-        timeout=180,
+        timeout=420,
         cwd=HERE,
     )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-4000:]

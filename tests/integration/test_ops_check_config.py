@@ -110,7 +110,7 @@ def test_broker_id_minus_one_is_generated_once_and_kept(tmp_path: Path) -> None:
             md = raw.call(3, 8, {"topics": [], "allow_auto_topic_creation": False})
         finally:
             raw.close()
-        ids = {b["node_id"] for b in md["brokers"]}
+        ids = {int(b["node_id"]) for b in md["brokers"]}
         assert len(ids) == 1 and md["controller_id"] in ids
         return ids.pop()
 

@@ -7,9 +7,11 @@ Then real clients produce and consume, and the per-topic counters on /metrics mu
 
 from __future__ import annotations
 
+import itertools
 import queue
 import signal
 import socket
+import statistics
 import threading
 import time
 import urllib.error
@@ -26,6 +28,7 @@ from tests.integration.clients import CLIENTS, check_roundtrip, make_records
 pytestmark = pytest.mark.integration
 
 WATCHDOG_USEC = 200_000  # pings every 100 ms
+WATCHDOG_PINGS = 11  # the median of 10 intervals: one stall of a loaded machine does not decide it
 
 
 class NotifyListener:
@@ -37,7 +40,7 @@ class NotifyListener:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._sock.bind(self.path)
         self._sock.settimeout(0.2)
-        self.messages: queue.Queue[list[str]] = queue.Queue()
+        self.messages: queue.Queue[tuple[float, list[str]]] = queue.Queue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -48,9 +51,13 @@ class NotifyListener:
                 data = self._sock.recv(4096)
             except TimeoutError:
                 continue
-            self.messages.put(data.decode().split("\n"))
+            self.messages.put((time.monotonic(), data.decode().split("\n")))
 
-    def next(self, timeout_s: float = 30.0) -> list[str]:
+    def next(self, timeout_s: float = 60.0) -> list[str]:
+        return self.next_at(timeout_s)[1]
+
+    def next_at(self, timeout_s: float = 60.0) -> tuple[float, list[str]]:
+        """(monotonic time of arrival, lines) of the next datagram."""
         return self.messages.get(timeout=timeout_s)
 
     def close(self) -> None:
@@ -70,7 +77,7 @@ def notify(tmp_path: Path) -> Iterator[NotifyListener]:
 
 def _http_get(url: str) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=10) as r:
+        with urllib.request.urlopen(url, timeout=60) as r:
             return int(r.status), bytes(r.read())
     except urllib.error.HTTPError as e:
         return int(e.code), bytes(e.read())
@@ -116,7 +123,7 @@ def test_notify_watchdog_metrics_health(
             messages.append(msg)
             if "READY=1" in msg:
                 port_open_at_ready = _connectable(broker.port)
-        starter.join(30)
+        starter.join(120)
         assert broker.running, broker.log_text()
         assert port_open_at_ready, "READY=1 arrived before the Kafka port accepted connections"
         before_ready = messages[:-1]
@@ -125,15 +132,18 @@ def test_notify_watchdog_metrics_health(
         assert broker.proc is not None and f"MAINPID={broker.proc.pid}" in ready, ready
         assert any(line.startswith("STATUS=serving") for line in ready), ready
 
-        # Watchdog pings keep coming at about WATCHDOG_USEC / 2.
-        t0 = time.monotonic()
-        pings = 0
-        while pings < 5:
-            if notify.next() == ["WATCHDOG=1"]:
-                pings += 1
-        elapsed = time.monotonic() - t0
-        print(f"5 watchdog pings in {elapsed * 1000:.0f} ms")
-        assert elapsed < 5 * WATCHDOG_USEC / 1e6 * 2, "watchdog pings are too slow"
+        # Watchdog pings keep coming at about WATCHDOG_USEC / 2. Judged on the median interval (arrival
+        # times stamped by the listener thread), not a total: a loaded machine may stall one turn, but a
+        # ping pace slower than systemd's WatchdogSec itself would get the service killed.
+        arrivals: list[float] = []
+        while len(arrivals) < WATCHDOG_PINGS:
+            at, lines = notify.next_at()
+            if lines == ["WATCHDOG=1"]:
+                arrivals.append(at)
+        intervals = [b - a for a, b in itertools.pairwise(arrivals)]
+        median = statistics.median(intervals)
+        print(f"watchdog ping interval: median {median * 1000:.0f} ms, max {max(intervals) * 1000:.0f} ms")
+        assert median < WATCHDOG_USEC / 1e6, f"watchdog pings too slow: median {median * 1000:.0f} ms"
 
         base = f"http://127.0.0.1:{metrics_port}"
         assert _http_get(f"{base}/healthz") == (200, b"ok\n")
@@ -150,17 +160,20 @@ def test_notify_watchdog_metrics_health(
         check_roundtrip(recs, sorted(got, key=lambda g: (g.partition, g.offset)))
 
         after = _samples(_http_get(f"{base}/metrics")[1])
-        payload = sum(len(r.key) + len(r.value or b"") for r in recs)
+        payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
         bytes_in = _topic_counter(after, "kafka_server_brokertopicmetrics_bytesin_total", "opsm")
         bytes_out = _topic_counter(after, "kafka_server_brokertopicmetrics_bytesout_total", "opsm")
         msgs_in = _topic_counter(after, "kafka_server_brokertopicmetrics_messagesin_total", "opsm")
         print(
             f"bytes in {bytes_in:.0f}, bytes out {bytes_out:.0f}, messages in {msgs_in:.0f}, payload {payload}"
         )
+        # Uncompressed batches are stored as received, so the bytes counted in are the bytes on disk
+        # (a client retry could only add to the count): exact whatever batching the client chose.
+        stored = sum(f.stat().st_size for p in (0, 1) for f in (broker.data_dir / f"opsm-{p}").glob("*.log"))
         assert msgs_in == len(recs)
         assert bytes_in > payload  # record framing and batch headers on top of keys and values
-        assert bytes_in < payload * 2
-        assert bytes_out >= bytes_in  # every stored batch was fetched at least once
+        assert stored <= bytes_in < 2 * stored, (stored, bytes_in)
+        assert bytes_out >= stored  # every stored batch was fetched at least once
         produce_requests = after.get(
             ("kafka_network_requestmetrics_requests_total", (("request", "Produce"),))
         )
@@ -171,7 +184,7 @@ def test_notify_watchdog_metrics_health(
         assert broker.proc is not None
         broker.proc.send_signal(signal.SIGTERM)
         stopping = None
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while stopping is None and time.monotonic() < deadline:
             lines = notify.next()
             if "STOPPING=1" in lines:
@@ -180,6 +193,6 @@ def test_notify_watchdog_metrics_health(
         assert broker.stop() == 0
         assert "shut down cleanly" in broker.log_text()
     finally:
-        starter.join(30)
+        starter.join(120)
         if broker.running:
             broker.kill9()

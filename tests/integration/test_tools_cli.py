@@ -18,7 +18,7 @@ def tool(
 ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [sys.executable, "-m", f"kafkad.tools.{module}", "--bootstrap-server", bootstrap, *argv],
-        input=stdin, capture_output=True, text=True, timeout=60,
+        input=stdin, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert "Traceback" not in proc.stderr, proc.stderr
     if ok:
@@ -62,7 +62,7 @@ def test_produce_keyed_lines_then_consume_from_beginning(bootstrap: str) -> None
     tool("console_producer", bootstrap, "--topic", t, "--property", "parse.key=true", "--property",
          "key.separator=:", "--compression-codec", stdin="".join(f"{k}:{v}\n" for k, v in sent))  # fmt: skip
     proc = tool("console_consumer", bootstrap, "--topic", t, "--from-beginning", "--max-messages", "50",
-                "--timeout-ms", "20000", "--property", "print.key=true", "--property", "print.partition=true")  # fmt: skip
+                "--timeout-ms", "120000", "--property", "print.key=true", "--property", "print.partition=true")  # fmt: skip
     assert "Processed a total of 50 messages" in proc.stderr
     got = [line.split("\t") for line in proc.stdout.splitlines()]
     assert sorted((k, v) for _, k, v in got) == sorted(sent)
@@ -90,7 +90,7 @@ def test_kafka_python_reads_what_the_console_producer_wrote(bootstrap: str) -> N
     tool("console_producer", bootstrap, "--topic", t, "--property", "parse.key=true", "--compression-codec", "zstd",
          stdin="k1\tv1\nk2\tv2\n")  # fmt: skip
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, consumer_timeout_ms=10000, auto_offset_reset="earliest"
+        bootstrap_servers=bootstrap, consumer_timeout_ms=120_000, auto_offset_reset="earliest"
     )
     consumer.assign([TopicPartition(t, 0), TopicPartition(t, 1)])
     got = []
@@ -109,13 +109,15 @@ def test_consumer_group_resumes_from_committed_offsets(bootstrap: str) -> None:
     tool("topics", bootstrap, "--create", "--topic", t, "--partitions", "2", "--replication-factor", "1")
     tool("console_producer", bootstrap, "--topic", t, stdin="".join(f"m{i}\n" for i in range(6)))
     first = tool("console_consumer", bootstrap, "--topic", t, "--group", g, "--from-beginning",
-                 "--max-messages", "4", "--timeout-ms", "20000")  # fmt: skip
-    rest = tool(
-        "console_consumer", bootstrap, "--topic", t, "--group", g, "--from-beginning", "--timeout-ms", "3000"
-    )
+                 "--max-messages", "4", "--timeout-ms", "120000")  # fmt: skip
+    # The second member stops at the 2 records left (no idle timeout racing a slow join): had it started
+    # over instead of at the committed offsets, it would have read records the first one already had.
+    rest = tool("console_consumer", bootstrap, "--topic", t, "--group", g, "--from-beginning",
+                "--max-messages", "2", "--timeout-ms", "120000")  # fmt: skip
     seen = first.stdout.splitlines() + rest.stdout.splitlines()
     assert sorted(seen) == [f"m{i}" for i in range(6)]
     assert "Processed a total of 2 messages" in rest.stderr
+    assert len(rest.stdout.splitlines()) == 2
 
 
 def test_configs_round_trip(bootstrap: str) -> None:

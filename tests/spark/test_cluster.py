@@ -56,7 +56,7 @@ class _Daemon:
                     self._events.put(True)
         self._events.put(False)  # exited
 
-    def wait_ready(self, timeout_s: float = 120) -> None:
+    def wait_ready(self, timeout_s: float = 300) -> None:
         try:
             ok = self._events.get(timeout=timeout_s)
         except queue.Empty:
@@ -148,7 +148,7 @@ def test_ingest_via_spark_submit_on_standalone_cluster(tmp_path: Path, cluster: 
         env=env,
         cwd=tmp_path,
         capture_output=True,
-        timeout=240,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     stdout = proc.stdout.decode()

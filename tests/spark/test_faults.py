@@ -73,7 +73,7 @@ def test_shipper_sigkilled_mid_copy_then_restart_ships_everything_once(tmp_path:
                 FilesystemLanding({str(landing)!r}), logs / CHECKPOINT_FILE, copy_hook=hook).run_once()
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=spark_env(), timeout=120)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=spark_env(), timeout=300)
     assert proc.returncode == -signal.SIGKILL
     before = _landed(landing)
     hidden = [p for p in landing.rglob(".*") if p.is_file()]
@@ -135,7 +135,7 @@ def test_ingest_sigkilled_subprocess_then_rerun(tmp_path: Path, spark: Any) -> N
         "--output",
         str(output),
     ]
-    proc = subprocess.run([*cmd, "--master", "local[1]"], cwd=REPO, env=env, timeout=240, capture_output=True)
+    proc = subprocess.run([*cmd, "--master", "local[1]"], cwd=REPO, env=env, timeout=900, capture_output=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
     assert read_ledger(output) == {}
     moved = [p for p in output.rglob("*.parquet") if STAGING_DIR not in p.parts]

@@ -53,7 +53,7 @@ async function main() {
   });
   let timer;
   const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error("consume timed out")), 60000);
+    timer = setTimeout(() => reject(new Error("consume timed out")), 240000); // generous: a loaded machine
   });
   await Promise.race([done, timeout]);
   clearTimeout(timer); // a pending timer would keep node alive for its full minute

@@ -4,8 +4,9 @@ import pytest
 
 from kafkad.daemon.config import ConfigError, load_config
 from kafkad.daemon.config_defs import ConfigSource
-from kafkad.daemon.config_docs import DescribeSource, check_config_lines, describe_broker, render_markdown
+from kafkad.daemon.config_docs import check_config_lines, describe_broker, render_markdown
 from kafkad.daemon.config_table import KEYS
+from kafkad.protocol.config_resources import DescribeConfigSource as DescribeSource
 
 
 def write(p: Path, text: str) -> Path:

@@ -230,7 +230,7 @@ def test_fetch_long_poll_woken_by_append(tmp_path: Path) -> None:
             await asyncio.sleep(0)
         assert not task.done()  # parked: nothing to read
         b.replicas.get_or_raise("t", 0).append_as_leader(batch(b"hi"), now_ms=0, required_acks=1)
-        return await asyncio.wait_for(task, 5)  # far less than max_wait: the append woke it
+        return await asyncio.wait_for(task, 30)  # far less than max_wait: the append woke it
 
     out = asyncio.run(go())
     assert out["responses"][0]["partitions"][0]["high_watermark"] == 1

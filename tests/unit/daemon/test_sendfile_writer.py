@@ -43,7 +43,7 @@ def test_sendfile_slices_arrive_whole_and_in_order(tmp_path: Path) -> None:
         task = loop.create_task(reader())
         await writer.send(FileSlice(fd, 1000, len(data) - 1000))  # far more than the socket buffer
         await writer.send(FileSlice(fd, 0, 5000))
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 30)
         writer.close()
         assert writer.bytes_sent == len(data) - 1000 + 5000
         return bytes(received)

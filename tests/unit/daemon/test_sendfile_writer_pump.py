@@ -117,7 +117,7 @@ def test_peer_reset_during_pump_raises(tmp_path: Path) -> None:
         b.close()
         try:
             with pytest.raises(OSError):
-                await asyncio.wait_for(sending, 5)
+                await asyncio.wait_for(sending, 30)
         finally:
             writer.close()
 

@@ -1,7 +1,9 @@
-"""LogGroupStore against an in-memory partition: records land in the group's partition and replay."""
+"""LogGroupStore against in-memory partitions: records land in the group's partition and replay; the
+topic is created on demand, once, one partition at a time, and a torn creation is completed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +62,8 @@ class _Replicas:
     def __init__(self) -> None:
         self.parts: dict[tuple[str, int], _Partition] = {}
         self.overrides: Mapping[str, str] | None = None
+        self.creates = 0
+        self.added: list[int] = []  # new_total of each add_partitions call
 
     def has_topic(self, topic: str) -> bool:
         return any(t == topic for t, _ in self.parts)
@@ -67,19 +71,29 @@ class _Replicas:
     def create_topic(
         self, topic: str, num_partitions: int, overrides: Mapping[str, str] | None = None
     ) -> None:
+        assert not self.has_topic(topic), "created twice"
+        self.creates += 1
         self.overrides = overrides
         for i in range(num_partitions):
             self.parts[(topic, i)] = _Partition()
 
+    def add_partitions(self, topic: str, new_total: int) -> None:
+        self.added.append(new_total)
+        for i in range(new_total):
+            self.parts.setdefault((topic, i), _Partition())
+
     def get(self, topic: str, partition: int) -> _Partition | None:
         return self.parts.get((topic, partition))
+
+    def count(self) -> int:
+        return sum(1 for t, _ in self.parts if t == OFFSETS_TOPIC)
 
 
 def test_commits_land_in_the_group_partition_and_replay() -> None:
     clock = ManualClock()
     replicas = _Replicas()
     store = LogGroupStore(replicas, clock, 5, 1 << 20)
-    store.ensure_topic()
+    asyncio.run(store.ensure_topic())
     assert replicas.overrides is not None and replicas.overrides["cleanup.policy"] == "compact"
     coord = GroupCoordinator(GroupConfig(), clock, ManualScheduler(clock), store)
     for i in range(3):
@@ -93,3 +107,68 @@ def test_commits_land_in_the_group_partition_and_replay() -> None:
     offs = fresh.fetch_offsets("grp", None)[1]
     assert {tp: v.offset for tp, v in offs.items() if v} == {("t", 0): 2, ("t", 1): 9}
     assert "other" not in fresh.groups
+
+
+def test_topic_is_created_once_for_concurrent_callers_one_partition_per_loop_step() -> None:
+    replicas = _Replicas()
+    store = LogGroupStore(replicas, ManualClock(), 6, 1 << 20)
+    assert not store.ready and replicas.count() == 0  # opening the store creates nothing
+    seen: list[tuple[int, bool]] = []  # (partitions, ready) as other tasks see them meanwhile
+
+    async def watcher() -> None:
+        while not store.ready:
+            seen.append((replicas.count(), store.ready))
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        watch = asyncio.create_task(watcher())
+        await asyncio.gather(store.ensure_topic(), store.ensure_topic(), store.ensure_topic())
+        await watch
+
+    asyncio.run(main())
+    assert replicas.creates == 1 and replicas.count() == 6 and store.ready
+    assert replicas.overrides == {"cleanup.policy": "compact", "segment.bytes": str(1 << 20)}
+    assert replicas.added == [2, 3, 4, 5, 6]  # one partition per step, never twice
+    assert (1, False) in seen and (5, False) in seen  # the loop ran between partitions, not ready yet
+    asyncio.run(store.ensure_topic())  # ready: nothing more to do
+    assert replicas.creates == 1 and replicas.added == [2, 3, 4, 5, 6]
+
+
+def test_a_failed_creation_is_retried_by_the_next_caller() -> None:
+    from kafkad.protocol.errors import ErrorCode, KafkaError
+
+    class _Full(_Replicas):
+        fail = True
+
+        def add_partitions(self, topic: str, new_total: int) -> None:
+            if self.fail:
+                raise OSError("No space left on device")
+            super().add_partitions(topic, new_total)
+
+    replicas = _Full()
+    store = LogGroupStore(replicas, ManualClock(), 3, 1 << 20)
+    try:
+        asyncio.run(store.ensure_topic())
+        raise AssertionError("expected COORDINATOR_NOT_AVAILABLE")
+    except KafkaError as e:
+        assert e.code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert not store.ready and replicas.count() == 1
+    replicas.fail = False
+    asyncio.run(store.ensure_topic())
+    assert store.ready and replicas.count() == 3 and replicas.creates == 1
+
+
+def test_a_torn_creation_is_completed_and_a_topic_with_data_keeps_its_count() -> None:
+    torn = _Replicas()
+    torn.create_topic(OFFSETS_TOPIC, 2, {"cleanup.policy": "compact"})  # crash after 2 of 5, no data
+    store = LogGroupStore(torn, ManualClock(), 5, 1 << 20)
+    assert store.num_partitions == 5 and not store.ready
+    asyncio.run(store.ensure_topic())
+    assert store.ready and torn.count() == 5 and torn.creates == 1
+
+    used = _Replicas()
+    used.create_topic(OFFSETS_TOPIC, 3, {"cleanup.policy": "compact"})
+    clock = ManualClock()
+    LogGroupStore(used, clock, 3, 1 << 20).write("g", [(b"k", b"v")])  # written with 3 partitions
+    store = LogGroupStore(used, clock, 5, 1 << 20)  # offsets.topic.num.partitions raised later
+    assert store.num_partitions == 3 and store.ready  # the hash must keep finding the data

@@ -52,7 +52,7 @@ def test_leader_hw_follows_leo_and_wakes_waiters() -> None:
         assert p.append_as_leader(memoryview(b"abc"), now_ms=0, required_acks=-1) == (0, 2)
         assert log.high_watermark == 3
         assert waiter.done()
-        await asyncio.wait_for(p.wait_replicated(2), 1)  # HW already covers it
+        await asyncio.wait_for(p.wait_replicated(2), 30)  # HW already covers it
 
     asyncio.run(go())
 
@@ -72,7 +72,7 @@ def test_acks_all_waits_for_follower_in_isr() -> None:
         await asyncio.sleep(0)
         assert not task.done()
         p.update_follower_position(2, 2)
-        await asyncio.wait_for(task, 1)
+        await asyncio.wait_for(task, 30)
         assert p.high_watermark == 2
 
     asyncio.run(go())

@@ -75,7 +75,7 @@ def test_ships_rolled_segments_of_a_real_partition_log_via_the_loop(tmp_path: Pa
         assert plog.active_segment.size > 0
         clock.advance(61_000)
         shipper.run_once()
-        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), loop).result(10)  # let the roll run
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), loop).result(60)  # let the roll run
         assert plog.active_segment.base_offset == plog.log_end_offset > active_base
         assert [r.segment.base_offset for r in shipper.run_once()] == [active_base]
         assert shipper.is_shipped("events", 0, active_base)

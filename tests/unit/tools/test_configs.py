@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kafkad.protocol import ApiKey, Request
+from kafkad.protocol.config_resources import ResourceType
 from kafkad.tools import configs
 from kafkad.tools.client import ToolError
 from tests.unit.tools.test_client_fake import FakeBroker
@@ -18,13 +19,13 @@ def parse(*argv: str) -> Any:
 
 
 def test_resolve_entity_shortcuts_and_checks() -> None:
-    assert configs.resolve_entity(parse("--describe", "--topic", "t")) == (configs.ResourceType.TOPIC, "t")
+    assert configs.resolve_entity(parse("--describe", "--topic", "t")) == (ResourceType.TOPIC, "t")
     assert configs.resolve_entity(parse("--describe", "--entity-type", "brokers")) == (
-        configs.ResourceType.BROKER,
+        ResourceType.BROKER,
         None,
     )
     assert configs.resolve_entity(parse("--describe", "--entity-type", "brokers", "--entity-default")) == (
-        configs.ResourceType.BROKER, "",
+        ResourceType.BROKER, "",
     )  # fmt: skip
     for argv, msg in [
         (("--describe",), "entity-type"),
@@ -46,13 +47,9 @@ def test_entry_line_like_config_command() -> None:
         "DEFAULT_CONFIG:log.retention.hours=168}"
     )
     assert (
-        configs.Entity(configs.ResourceType.TOPIC, "t").describe_heading(False)
-        == "Dynamic configs for topic t are:"
+        configs.Entity(ResourceType.TOPIC, "t").describe_heading(False) == "Dynamic configs for topic t are:"
     )
-    assert (
-        configs.Entity(configs.ResourceType.BROKER, "0").describe_heading(True)
-        == "All configs for broker 0 are:"
-    )
+    assert configs.Entity(ResourceType.BROKER, "0").describe_heading(True) == "All configs for broker 0 are:"
 
 
 def test_merge_overrides() -> None:

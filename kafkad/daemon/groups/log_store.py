@@ -3,8 +3,15 @@
 A group's records go to partition `abs(hashCode(group_id)) % offsets.topic.num.partitions` as one
 uncompressed v2 batch, appended through the partition as its leader (in standalone mode the high
 watermark moves with the append, so a commit answered is a commit on disk in the page cache, like
-Kafka with acks=all on one broker). The topic is created with cleanup.policy=compact the first time
-the store is opened. `replay()` reads every partition from its log start and decodes the batches.
+Kafka with acks=all on one broker). `replay()` reads every partition from its log start and decodes
+the batches.
+
+The topic is created lazily, as Kafka does: `ensure_topic()` (awaited by FindCoordinator, JoinGroup
+and OffsetCommit) creates it with cleanup.policy=compact one partition at a time, yielding to the loop
+between partitions, since each costs a mkdir and an fsync'd override file (50 partitions are 0.1 s to
+seconds of blocking I/O on slow flash). Concurrent callers await the same creation; `ready` turns true
+only once every partition exists, and until then Metadata hides the partial topic. A creation torn by
+a crash leaves empty partitions 0..k-1: the next start sees them all empty and completes the topic.
 
 The write path runs once per OffsetCommit request, so it is kept lean: the batch is encoded straight
 into one bytearray (every record has the batch's timestamp, no headers: `_offsets_batch`), handed to
@@ -13,6 +20,7 @@ the partition without a copy, and the group's partition number is cached.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from collections.abc import Iterator, Mapping, Sequence
@@ -59,27 +67,82 @@ class ReplicasLike(Protocol):
         self, topic: str, num_partitions: int, overrides: Mapping[str, str] | None = None
     ) -> None: ...
     def get(self, topic: str, partition: int) -> Any: ...
+    def add_partitions(self, topic: str, new_total: int) -> None: ...
+
+
+def _partition_count(replicas: ReplicasLike) -> int:
+    """Partitions 0..n-1 of the offsets topic that exist (creation goes in index order)."""
+    n = 0
+    while replicas.get(OFFSETS_TOPIC, n) is not None:
+        n += 1
+    return n
 
 
 class LogGroupStore:
-    """Writes group records to __consumer_offsets; runs on the event loop (page-cache appends)."""
+    """Writes group records to __consumer_offsets; runs on the event loop (page-cache appends).
+
+    `num_partitions` is what the group hash uses: the configured count, or the count of an existing
+    topic that holds data (the hash must match where the data is).
+    """
 
     def __init__(self, replicas: ReplicasLike, clock: Clock, num_partitions: int, segment_bytes: int) -> None:
         self.replicas = replicas
         self.clock = clock
-        self.num_partitions = num_partitions
         self.segment_bytes = segment_bytes
         self._partition_of: dict[str, int] = {}  # group id -> partition (a Java string hash each)
+        self._creating: asyncio.Future[None] | None = None
+        existing = _partition_count(replicas)
+        if existing and existing != num_partitions and not self._all_empty(existing):
+            log.warning(
+                "%s has %d partitions, not offsets.topic.num.partitions=%d: using %d",
+                OFFSETS_TOPIC,
+                existing,
+                num_partitions,
+                existing,
+            )
+            num_partitions = existing
+        self.num_partitions = num_partitions
+        self.ready = existing >= num_partitions
 
-    def ensure_topic(self) -> None:
-        if self.replicas.has_topic(OFFSETS_TOPIC):
+    def _all_empty(self, count: int) -> bool:
+        return all(self.replicas.get(OFFSETS_TOPIC, i).log_end_offset == 0 for i in range(count))
+
+    async def ensure_topic(self) -> None:
+        """Create the topic unless it is complete; raises KafkaError(COORDINATOR_NOT_AVAILABLE)."""
+        if self.ready:
             return
-        self.replicas.create_topic(
-            OFFSETS_TOPIC,
-            self.num_partitions,
-            {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)},
-        )
-        log.info("created %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
+        if self._creating is None or self._creating.done():
+            self._creating = asyncio.ensure_future(self._create())
+        try:
+            # shield: a cancelled waiter (its connection closed) must not stop the creation others await
+            await asyncio.shield(self._creating)
+        except Exception as exc:  # disk full, a concurrent delete: the client retries later
+            log.warning("creating %s failed: %s", OFFSETS_TOPIC, exc)
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create {OFFSETS_TOPIC}") from exc
+
+    async def _create(self) -> None:
+        have = _partition_count(self.replicas)
+        started = have
+        if have == 0:
+            self.replicas.create_topic(
+                OFFSETS_TOPIC,
+                1,
+                {"cleanup.policy": "compact", "segment.bytes": str(self.segment_bytes)},
+            )
+            have = 1
+        while have < self.num_partitions:
+            await asyncio.sleep(0)  # other connections run between two partitions' filesystem work
+            have = _partition_count(self.replicas)  # from where it is (a concurrent admin change)
+            if have == 0:
+                raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} was deleted")
+            if have < self.num_partitions:
+                self.replicas.add_partitions(OFFSETS_TOPIC, have + 1)
+                have += 1
+        self.ready = True
+        if started:
+            log.info("completed %s: partitions %d..%d added", OFFSETS_TOPIC, started, have - 1)
+        else:
+            log.info("created %s with %d partitions", OFFSETS_TOPIC, have)
 
     def _partition(self, index: int) -> PartitionLike:
         part: PartitionLike | None = self.replicas.get(OFFSETS_TOPIC, index)

@@ -1,9 +1,13 @@
 """Wiring of the group coordinator into a running broker (`Broker.services["group_coordinator"]`).
 
-`coordinator_for(broker)` returns the broker's coordinator, creating it on first use: the
-__consumer_offsets topic is created if missing (compacted), its records are replayed into the
-coordinator, and the offsets expiry timer starts. `start_group_coordinator(broker)` does the same
-at startup with the replay in the executor, so the first group request does not pay for it.
+`coordinator_for(broker)` returns the broker's coordinator, building it on first use: if the
+__consumer_offsets topic exists its records are replayed into the coordinator, and the offsets expiry
+timer starts. `start_group_coordinator(broker)` does the same at startup with the replay in the
+executor, so the first group request does not pay for it. Neither creates the topic: like Kafka,
+kafkad creates it when a client first needs the coordinator (`ready_coordinator`, awaited by
+FindCoordinator, JoinGroup and OffsetCommit, the requests that bring groups into being), so a broker
+nobody uses for groups never holds its 50 partitions. `hidden_topics` is what Metadata must not list
+(the topic while it is being created).
 """
 
 from __future__ import annotations
@@ -41,26 +45,15 @@ def group_config(broker_group: Any) -> GroupConfig:
     )
 
 
+STORE_KEY = "group_offsets_store"
+
+
 def _build(broker: Broker) -> tuple[GroupCoordinator, LogGroupStore]:
     cfg = group_config(broker.config.group)
     replicas = broker.replicas
-    existing = len(replicas.partitions_of(OFFSETS_TOPIC))
-    if existing and existing != cfg.offsets_topic_num_partitions:
-        # the hashing must match the partitions that hold the data
-        log.warning(
-            "%s has %d partitions, not offsets.topic.num.partitions=%d: using %d",
-            OFFSETS_TOPIC,
-            existing,
-            cfg.offsets_topic_num_partitions,
-            existing,
-        )
     store = LogGroupStore(
-        replicas,
-        broker.clock,
-        existing or cfg.offsets_topic_num_partitions,
-        cfg.offsets_topic_segment_bytes,
+        replicas, broker.clock, cfg.offsets_topic_num_partitions, cfg.offsets_topic_segment_bytes
     )
-    store.ensure_topic()
     coordinator = GroupCoordinator(
         cfg,
         broker.clock,
@@ -79,7 +72,26 @@ def coordinator_for(broker: Broker) -> GroupCoordinator:
     coordinator.load(store.replay())
     coordinator.start_expiry()
     broker.services[SERVICE_KEY] = coordinator
+    broker.services[STORE_KEY] = store
     return coordinator
+
+
+async def ready_coordinator(broker: Broker) -> GroupCoordinator:
+    """The coordinator once __consumer_offsets exists, creating it if needed (raises KafkaError
+    COORDINATOR_NOT_AVAILABLE if that fails). Returns without suspending once the topic is there."""
+    coordinator = coordinator_for(broker)
+    store: LogGroupStore = broker.services[STORE_KEY]
+    if not store.ready:
+        await store.ensure_topic()
+    return coordinator
+
+
+def hidden_topics(broker: Broker) -> frozenset[str]:
+    """Topics Metadata must not show yet: __consumer_offsets while it is being created."""
+    store: LogGroupStore | None = broker.services.get(STORE_KEY)
+    if store is None or store.ready:
+        return frozenset()
+    return frozenset({OFFSETS_TOPIC})
 
 
 async def start_group_coordinator(broker: Broker) -> GroupCoordinator:
@@ -96,6 +108,7 @@ async def start_group_coordinator(broker: Broker) -> GroupCoordinator:
     coordinator.load(records)
     coordinator.start_expiry()
     broker.services[SERVICE_KEY] = coordinator
+    broker.services[STORE_KEY] = store
     return coordinator
 
 

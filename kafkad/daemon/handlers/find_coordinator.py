@@ -1,7 +1,9 @@
 """FindCoordinator (10) v0-2: this broker coordinates every group; transactions are not offered.
 
-The first lookup also opens the group coordinator (creates __consumer_offsets, replays it), so
-clients that find it can use it straight away.
+The first lookup creates __consumer_offsets (as Kafka does) and is answered once it exists, rather
+than with COORDINATOR_NOT_AVAILABLE: the creation yields to the loop between partitions, so waiting
+for it here costs other connections nothing and spares the client a retry round (librdkafka waits
+up to a second before asking again). Concurrent lookups wait for the same creation.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.groups.service import ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 
@@ -28,7 +30,11 @@ def _error(code: ErrorCode, message: str) -> dict[str, Any]:
     }
 
 
-@handler(ApiKey.FIND_COORDINATOR, 0, 2)
+def _error_body(_request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    return _error(code, code.name)
+
+
+@handler(ApiKey.FIND_COORDINATOR, 0, 2, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     key_type = request.body.get("key_type", KEY_TYPE_GROUP)
     if key_type == KEY_TYPE_TRANSACTION:
@@ -41,7 +47,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     if broker.stopping:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down")
-    coordinator_for(broker)
+    await ready_coordinator(broker)  # KafkaError(COORDINATOR_NOT_AVAILABLE) -> the error body
     host, port = broker.advertised_host_port()
     return {
         "throttle_time_ms": 0,

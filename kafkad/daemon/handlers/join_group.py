@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import JoinRequest, JoinResult, Protocol
-from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.groups.service import ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 
@@ -57,11 +57,12 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         protocols=tuple(Protocol(p["name"], bytes(p["metadata"] or b"")) for p in b["protocols"]),
         require_known_member_id=ctx.version >= 4 and instance is None,
     )
+    coordinator = await ready_coordinator(ctx.broker)  # the first join may create the offsets topic
     fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
 
     def respond(result: JoinResult) -> None:
         if not fut.done():
             fut.set_result(result)
 
-    coordinator_for(ctx.broker).join_group(req, respond)
+    coordinator.join_group(req, respond)
     return _body(await fut)

@@ -1,4 +1,9 @@
-"""Metadata (3) v0-8: brokers, cluster id, controller, topics with partitions; auto-creates topics."""
+"""Metadata (3) v0-8: brokers, cluster id, controller, topics with partitions; auto-creates topics.
+
+__consumer_offsets is created on demand by the group coordinator (groups/service.py): it is not
+listed while half made, and a request naming it creates it like Kafka does for internal topics
+(whatever auto.create.topics.enable says, if the request allows auto-creation).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.broker import INTERNAL_TOPICS, Broker, topic_name_error
+from kafkad.daemon.groups.config import OFFSETS_TOPIC
+from kafkad.daemon.groups.service import hidden_topics, ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
@@ -43,11 +50,21 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     requested = body.get("topics")
     allow_auto = bool(body.get("allow_auto_topic_creation", True)) if ctx.version >= 4 else True
     topics: list[dict[str, Any]] = []
+    hidden = hidden_topics(broker)
     if requested is None or (ctx.version == 0 and not requested):
-        topics = [_topic(broker, name) for name in sorted(broker.replicas.topics())]
+        topics = [_topic(broker, name) for name in sorted(broker.replicas.topics()) if name not in hidden]
     else:
         for entry in requested:
             name = entry.get("name") or ""
+            if name == OFFSETS_TOPIC and allow_auto:
+                try:
+                    await ready_coordinator(broker)
+                except KafkaError:
+                    topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))  # retriable
+                    continue
+            elif name in hidden:
+                topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
+                continue
             if broker.replicas.has_topic(name):
                 topics.append(_topic(broker, name))
                 continue

@@ -1,5 +1,6 @@
 """OffsetCommit (8) v2-7: generation/member checked, "simple" commits (generation -1, no member)
-for assign() consumers; persisted to __consumer_offsets before the answer."""
+for assign() consumers; persisted to __consumer_offsets before the answer (created by the first
+commit if no client looked up the coordinator before)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import OffsetCommit
-from kafkad.daemon.groups.service import coordinator_for
+from kafkad.daemon.groups.service import ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 
@@ -39,7 +40,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 p.get("committed_leader_epoch", -1),
                 p.get("committed_metadata"),
             )
-    results = coordinator_for(ctx.broker).commit_offsets(
+    results = (await ready_coordinator(ctx.broker)).commit_offsets(
         b["group_id"] or "",
         b["generation_id_or_member_epoch"],
         b["member_id"] or "",

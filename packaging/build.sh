@@ -105,10 +105,11 @@ out, want = pathlib.Path(sys.argv[2]), sys.argv[3]
 # The probe runs isolated (-I: no PYTHONPATH, no user site) so only the interpreter itself answers.
 TEMPLATE = """\
 #!/bin/sh
-# {name} from the kafkad package: {target} on CPython {want} (the bundled compiled wheels are
-# cp{abi}), with the bundled dependencies in /usr/lib/kafkad/site-packages first on the path (also for
-# child processes). Runs /usr/bin/python{want}, which the package depends on; /usr/bin/python3 only
-# if that is CPython {want} itself (RHEL 9's python3 is 3.9, newer distros' are newer).
+# {name} (kafkad package): runs {target}
+# on CPython {want} (the bundled compiled wheels are cp{abi}) with the bundled dependencies in
+# /usr/lib/kafkad/site-packages first on the path (also for child processes). The interpreter is
+# /usr/bin/python{want}, which the package depends on; /usr/bin/python3 only if that is CPython {want}
+# itself (RHEL 9's python3 is 3.9, newer distros' are newer).
 python=/usr/bin/python{want}
 if [ ! -x "$python" ]; then
     python=/usr/bin/python3

@@ -17,9 +17,10 @@ truncates the torn tail, rebuilds indexes, leader epochs and producer state from
 (log_loader opens the segments, log_restore restores the log's state from them).
 
 Deleted segments (retention, DeleteRecords, truncation) are renamed `*.deleted` and their fds stay open
-for file.delete.delay.ms; `reap_deleted()` closes and unlinks them once the delay passed. The retention
-policy and that delayed deletion live in log_retention, the log cleaner's segment swap in
-cleaner_segments; the methods here delegate to them.
+for file.delete.delay.ms; `reap_deleted()` closes and unlinks them once the delay passed. The ordered
+segments and their base offsets are a SegmentList (segment_list; others get its read-only view,
+`segments`). The retention policy and that delayed deletion live in log_retention, the log cleaner's
+segment swap in cleaner_segments; the methods here delegate to them.
 
 Concurrency: runs on the event loop and never blocks, except methods documented "blocking".
 """
@@ -314,7 +315,8 @@ class PartitionLog:
             self.roll(first_offset)
 
     def _replace_empty_active(self, base_offset: int) -> None:
-        self._segments.replace_active(self._new_segment(base_offset)).destroy()
+        self._segments.active.destroy()  # first, as before: nothing runs between this and the swap
+        self._segments.replace_active(self._new_segment(base_offset))
 
     def roll(self, base_offset: int | None = None) -> LogSegment:
         """Close the active segment for appends and start a new one at `base_offset` (default: the LEO)."""

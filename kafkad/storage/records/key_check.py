@@ -74,24 +74,21 @@ def _scan(batch: Buffer, pos: int, *, first_only: bool) -> list[int]:
 def _walk(data: bytes, count: int, first_only: bool) -> list[int]:
     """The hot loop, kept flat: the common one- and two-byte varints are read inline (no calls)."""
     found: list[int] = []
-    size = len(data)
     pos = 0
     try:
         for index in range(count):
+            # Record length: `nxt` is where the next record starts, `p` is just past attributes.
             b = data[pos]
             if b < 0x80:
-                length = b
-                pos += 1
+                nxt = pos + 1 + (b >> 1)
+                p = pos + 2
             elif data[pos + 1] < 0x80:
-                length = (b & 0x7F) | (data[pos + 1] << 7)
-                pos += 2
+                nxt = pos + 2 + (((b & 0x7F) | (data[pos + 1] << 7)) >> 1)
+                p = pos + 3
             else:  # a record of 8 KiB or more
-                length, pos = _read_uvarint(data, pos)
-            nxt = pos + (length >> 1)
-            # Odd zig-zag = negative; < 12 is a body under 6 bytes, less than the smallest record.
-            if length & 1 or length < 12 or nxt > size:
-                raise KafkaError(ErrorCode.INVALID_RECORD, f"record {index}: bad length")
-            p = pos + 1  # past attributes
+                length, after = _read_uvarint(data, pos)
+                nxt = after + (length >> 1)
+                p = after + 1
             if data[p] < 0x80:  # timestampDelta
                 p += 1
             else:
@@ -100,8 +97,10 @@ def _walk(data: bytes, count: int, first_only: bool) -> list[int]:
                 p += 1
             else:
                 p = _skip_varint(data, p)
-            if p >= nxt:
-                raise KafkaError(ErrorCode.INVALID_RECORD, f"record {index}: key length past its end")
+            # b & 1: a negative length (zig-zag sign bit). A record running past the end of the data
+            # fails at the next record (IndexError) or at the final position check.
+            if b & 1 or p >= nxt:
+                raise KafkaError(ErrorCode.INVALID_RECORD, f"record {index}: bad length")
             if data[p] & 1:  # zig-zag sign bit: keyLen < 0, a null key
                 found.append(index)
                 if first_only:
@@ -109,8 +108,8 @@ def _walk(data: bytes, count: int, first_only: bool) -> list[int]:
             pos = nxt
     except IndexError:
         raise KafkaError(ErrorCode.INVALID_RECORD, "record framing runs past the end of the batch") from None
-    if pos != size:
-        raise KafkaError(ErrorCode.INVALID_RECORD, f"{size - pos} bytes left after {count} records")
+    if pos != len(data):
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"records end at {pos} of {len(data)} bytes")
     return found
 
 

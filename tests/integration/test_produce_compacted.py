@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 
+from kafkad.daemon.handlers.produce import MAX_RECORD_ERRORS
 from kafkad.protocol import ApiKey, ErrorCode
 from kafkad.storage.records import Compression, SimpleRecord, build_batch
 from tests.integration.broker_process import BrokerProcess
@@ -172,6 +173,12 @@ def test_raw_produce_v8_carries_record_errors_and_error_message(session_broker: 
         assert second["error_code"] == ErrorCode.INVALID_RECORD
         assert [e["batch_index"] for e in second["record_errors"]] == [1]
         assert _high_watermark(raw, compacted, 0) == 0
+
+        # Many keyless records: the listed record_errors are capped, error_message gives the total.
+        many = build_batch([SimpleRecord(None, b"", timestamp=NOW_MS)] * (MAX_RECORD_ERRORS + 500))
+        [[capped]] = [r["partition_responses"] for r in _produce_raw(raw, 8, [_one(compacted, many)])]
+        assert [e["batch_index"] for e in capped["record_errors"]] == list(range(MAX_RECORD_ERRORS))
+        assert f"{MAX_RECORD_ERRORS + 500} record errors" in capped["error_message"]
 
         # Before v8 the response cannot carry record_errors or error_message; the error code is the same.
         [[old]] = [r["partition_responses"] for r in _produce_raw(raw, 7, [_one(compacted, keyless)])]

@@ -42,17 +42,13 @@ def _partition_response(
     }
 
 
-class _KeylessRecords(Exception):
-    """Records without a key for a compacted topic: INVALID_RECORD with per-record errors."""
-
-    def __init__(self, record_errors: list[dict[str, Any]], message: str) -> None:
-        super().__init__(message)
-        self.record_errors = record_errors
-        self.message = message
+# record_errors listed per refused partition: Kafka lists every keyless record, but a 1 MB batch of tiny
+# records would answer with ~10 MB of identical messages; error_message still gives the total.
+MAX_RECORD_ERRORS = 1000
 
 
-def _check_keys(topic: str, index: int, view: memoryview) -> None:
-    """Kafka's validateKey for a compacted topic: raise _KeylessRecords if any record has a null key.
+def _keyless_response(topic: str, index: int, view: memoryview) -> dict[str, Any] | None:
+    """Kafka's validateKey for a compacted topic: the INVALID_RECORD response if a record has no key.
 
     Batches are checked in order and the first batch with keyless records fails the partition, as in
     Kafka (which stops at its first failing batch). batch_index is the record's index in the partition's
@@ -65,17 +61,22 @@ def _check_keys(topic: str, index: int, view: memoryview) -> None:
         missing = null_key_indexes(view, header.position)
         if missing:
             text = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}."
-            errors = [{"batch_index": first + i, "batch_index_error_message": text} for i in missing]
-            # Kafka's RecordValidationException wording (processRecordErrors).
+            errors = [
+                {"batch_index": first + i, "batch_index_error_message": text}
+                for i in missing[:MAX_RECORD_ERRORS]
+            ]
+            # Kafka's RecordValidationException wording (LogValidator.processRecordErrors).
             shown = ", ".join(
                 f"RecordError(batchIndex={e['batch_index']}, message='{text}')" for e in errors[:3]
             )
-            raise _KeylessRecords(
-                errors,
-                f"One or more records have been rejected due to {len(errors)} record errors in total, "
-                f"and only showing the first three errors at most: [{shown}]",
+            message = (
+                f"One or more records have been rejected due to {len(missing)} record errors in total, "
+                f"and only showing the first three errors at most: [{shown}]"
             )
+            log.debug("produce to %s-%d refused: %s", topic, index, message)
+            return _partition_response(index, ErrorCode.INVALID_RECORD, message, errors)
         first += header.records_count
+    return None
 
 
 def _all_failed(request: Request, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -120,7 +121,10 @@ async def _append(
         _check_compression(view, ctx.version)
         broker.replicas.check_writable()
         if "compact" in part.log.config.cleanup_policy:
-            _check_keys(topic, index, view)
+            refused = _keyless_response(topic, index, view)
+            if refused is not None:
+                _failed(broker, topic)
+                return refused
         result = part.append_as_leader(view, now_ms=broker.clock.time_ms(), required_acks=acks)
         # acks=-1 waits only when the HW does not already cover the append (with ISR = {leader} it
         # always does): wait_for would cost a Task per partition on the hot path.
@@ -140,10 +144,6 @@ async def _append(
     except KafkaError as e:
         _failed(broker, topic)
         return _partition_response(index, e.code, e.message or None)
-    except _KeylessRecords as e:
-        log.debug("produce to %s-%d refused: %s", topic, index, e.message)
-        _failed(broker, topic)
-        return _partition_response(index, ErrorCode.INVALID_RECORD, e.message, e.record_errors)
     except OSError as e:
         log.error("produce to %s-%d failed: %s", topic, index, e)
         _failed(broker, topic)

@@ -15,7 +15,10 @@ a crash leaves empty partitions 0..k-1: the next start sees them all empty and c
 
 The write path runs once per OffsetCommit request, so it is kept lean: the batch is encoded straight
 into one bytearray (every record has the batch's timestamp, no headers: `_offsets_batch`), handed to
-the partition without a copy, and the group's partition number is cached.
+the partition without a copy, and the group's partition number is cached. The usual commit is one
+record whose key repeats commit after commit with a value of the same size: its batch is a copy of
+the key's last batch with the value, the two header timestamps and the CRC written over
+(`_one_record_batch`), no varint or record encoding at all.
 """
 
 from __future__ import annotations
@@ -48,7 +51,12 @@ log = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 20
 _UINT32 = struct.Struct(">I")
+_TIMESTAMPS = struct.Struct(">qq")  # firstTimestamp, maxTimestamp
+_FIRST_TIMESTAMP_OFFSET = 27
 _PARTITION_CACHE_MAX = 65536
+# One template batch per offset key (group, topic, partition): ~200 bytes each. Dropped wholesale when
+# full, which only costs re-encoding.
+_TEMPLATE_CACHE_MAX = 16384
 
 
 class PartitionLike(Protocol):
@@ -90,6 +98,8 @@ class LogGroupStore:
         self.clock = clock
         self.segment_bytes = segment_bytes
         self._partition_of: dict[str, int] = {}  # group id -> partition (a Java string hash each)
+        # record key -> (its last one-record batch, that batch's value size)
+        self._templates: dict[bytes, tuple[bytes, int]] = {}
         self._creating: asyncio.Future[None] | None = None
         existing = _partition_count(replicas)
         if existing and existing != num_partitions and not self._all_empty(existing):
@@ -160,7 +170,28 @@ class LogGroupStore:
                 self._partition_of.clear()
             index = self._partition_of[group_id] = partition_for(group_id, self.num_partitions)
         part = self._partition(index)
-        part.append_as_leader(memoryview(_offsets_batch(records, now)), now_ms=now, required_acks=1)
+        if len(records) == 1 and records[0][1] is not None:
+            batch = self._one_record_batch(records[0][0], records[0][1], now)
+        else:
+            batch = _offsets_batch(records, now)
+        part.append_as_leader(memoryview(batch), now_ms=now, required_acks=1)
+
+    def _one_record_batch(self, key: bytes, value: bytes, timestamp: int) -> bytearray:
+        """_offsets_batch(((key, value),), timestamp), from the key's template when the value size
+        matches: the record ends in the value then a zero header count, so the value's place is known."""
+        cached = self._templates.get(key)
+        if cached is None or cached[1] != len(value):
+            batch = _offsets_batch(((key, value),), timestamp)
+            if len(self._templates) >= _TEMPLATE_CACHE_MAX:
+                self._templates.clear()
+            self._templates[key] = (bytes(batch), len(value))
+            return batch
+        buf = bytearray(cached[0])
+        end = len(buf) - 1
+        buf[end - len(value) : end] = value
+        _TIMESTAMPS.pack_into(buf, _FIRST_TIMESTAMP_OFFSET, timestamp, timestamp)
+        _UINT32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
+        return buf
 
     def replay(self) -> Iterator[KeyValue]:
         """Every record of every partition, oldest first (blocking reads; small on appliances)."""
@@ -171,32 +202,41 @@ class LogGroupStore:
             yield from _replay_partition(part)
 
 
-_NULL_VALUE = encode_varint(-1)
 _RECORD_HEAD = b"\x00\x00"  # attributes 0, timestamp delta 0 (every record has the batch timestamp)
-_NO_HEADERS = b"\x00"
+_NULL_VALUE_NO_HEADERS = encode_varint(-1) + b"\x00"
+# Zig-zag varints of the small non-negative ints a record needs (lengths, deltas): a lookup, not a call.
+_VARINTS = tuple(encode_varint(i) for i in range(1 << 13))
+
+
+def _varint(n: int) -> bytes:
+    return _VARINTS[n] if n < 8192 else encode_varint(n)
 
 
 def _offsets_batch(records: Sequence[KeyValue], timestamp: int) -> bytearray:
     """One uncompressed v2 batch of `records` (what storage's build_batch would make of
     SimpleRecord(k, v, timestamp=timestamp) each, without the per-record objects)."""
-    parts: list[bytes] = []
+    buf = bytearray(BATCH_OVERHEAD)
     for delta, (key, value) in enumerate(records):
-        body = [_RECORD_HEAD, encode_varint(delta), encode_varint(len(key)), key]
+        head = _RECORD_HEAD + _varint(delta) + _varint(len(key))
         if value is None:
-            body.append(_NULL_VALUE)
+            buf += _varint(len(head) + len(key) + 2)
+            buf += head
+            buf += key
+            buf += _NULL_VALUE_NO_HEADERS
         else:
-            body += (encode_varint(len(value)), value)
-        body.append(_NO_HEADERS)
-        raw = b"".join(body)
-        parts += (encode_varint(len(raw)), raw)
-    head = bytearray(BATCH_OVERHEAD)
-    head += b"".join(parts)
+            value_len = _varint(len(value))
+            buf += _varint(len(head) + len(key) + len(value_len) + len(value) + 1)
+            buf += head
+            buf += key
+            buf += value_len
+            buf += value
+            buf += b"\x00"  # no headers
     n = len(records)
     HEADER_STRUCT.pack_into(
-        head, 0, 0, len(head) - LOG_OVERHEAD, -1, MAGIC, 0, 0, n - 1, timestamp, timestamp, -1, -1, -1, n
+        buf, 0, 0, len(buf) - LOG_OVERHEAD, -1, MAGIC, 0, 0, n - 1, timestamp, timestamp, -1, -1, -1, n
     )
-    _UINT32.pack_into(head, CRC_OFFSET, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
-    return head
+    _UINT32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
+    return buf
 
 
 def _replay_partition(part: PartitionLike) -> Iterator[KeyValue]:

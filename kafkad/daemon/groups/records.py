@@ -174,9 +174,14 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
 
 
 _VALUE_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+_VALUE_NO_METADATA = struct.Struct(">hqihq")  # ... metadata length 0, commit timestamp
 
 
 def encode_offset_value(v: OffsetValue) -> bytes:
+    if not v.metadata:  # what consumers send: one pack
+        return _VALUE_NO_METADATA.pack(
+            OFFSET_COMMIT_VALUE_VERSION, v.offset, v.leader_epoch, 0, v.commit_timestamp
+        )
     m = v.metadata.encode()
     return b"".join(
         (

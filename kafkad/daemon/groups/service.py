@@ -86,6 +86,15 @@ async def ready_coordinator(broker: Broker) -> GroupCoordinator:
     return coordinator
 
 
+def coordinator_if_ready(broker: Broker) -> GroupCoordinator | None:
+    """ready_coordinator's answer when it has one without waiting (the per-commit path), else None."""
+    store: LogGroupStore | None = broker.services.get(STORE_KEY)
+    if store is None or not store.ready:
+        return None
+    coordinator: GroupCoordinator = broker.services[SERVICE_KEY]
+    return coordinator
+
+
 def hidden_topics(broker: Broker) -> frozenset[str]:
     """Topics Metadata must not show yet: __consumer_offsets while it is being created."""
     store: LogGroupStore | None = broker.services.get(STORE_KEY)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import OffsetCommit
-from kafkad.daemon.groups.service import ready_coordinator
+from kafkad.daemon.groups.service import coordinator_if_ready, ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 
@@ -32,15 +32,18 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
 @handler(ApiKey.OFFSET_COMMIT, 2, 7, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
+    coordinator = coordinator_if_ready(ctx.broker) or await ready_coordinator(ctx.broker)
+    topics = b["topics"] or []
     offsets: dict[tuple[str, int], OffsetCommit] = {}
-    for t in b["topics"] or []:
+    for t in topics:
+        name = t["name"]
         for p in t["partitions"]:
-            offsets[(t["name"], p["partition_index"])] = OffsetCommit(
+            offsets[(name, p["partition_index"])] = OffsetCommit(
                 p["committed_offset"],
                 p.get("committed_leader_epoch", -1),
                 p.get("committed_metadata"),
             )
-    results = (await ready_coordinator(ctx.broker)).commit_offsets(
+    results = coordinator.commit_offsets(
         b["group_id"] or "",
         b["generation_id_or_member_epoch"],
         b["member_id"] or "",
@@ -60,6 +63,6 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                     for p in t["partitions"]
                 ],
             }
-            for t in b["topics"] or []
+            for t in topics
         ],
     }

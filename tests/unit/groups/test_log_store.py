@@ -172,3 +172,40 @@ def test_a_torn_creation_is_completed_and_a_topic_with_data_keeps_its_count() ->
     LogGroupStore(used, clock, 3, 1 << 20).write("g", [(b"k", b"v")])  # written with 3 partitions
     store = LogGroupStore(used, clock, 5, 1 << 20)  # offsets.topic.num.partitions raised later
     assert store.num_partitions == 3 and store.ready  # the hash must keep finding the data
+
+
+def test_every_batch_is_what_the_storage_builder_makes_of_the_records() -> None:
+    # The one-record fast path patches a cached batch: it must match a batch built from scratch,
+    # whether the value keeps its size (patched), changes it (rebuilt) or is a tombstone.
+    from kafkad.daemon.groups.records import OffsetValue
+    from kafkad.daemon.groups.store import offset_record
+    from kafkad.storage.records.builder import SimpleRecord, build_batch
+
+    clock = ManualClock()
+    replicas = _Replicas()
+    store = LogGroupStore(replicas, clock, 1, 1 << 20)
+    asyncio.run(store.ensure_topic())
+    part = replicas.parts[(OFFSETS_TOPIC, 0)]
+    writes = [
+        [offset_record("g", "t", 0, OffsetValue(1, -1, "", 10))],
+        [offset_record("g", "t", 0, OffsetValue(2**40, 7, "", 11))],  # same size: patched
+        [offset_record("g", "t", 0, OffsetValue(3, 7, "m" * 70, 12))],  # 2-byte length varint
+        [offset_record("g", "t", 0, OffsetValue(4, 8, "n" * 70, 13))],  # patched, long value
+        [offset_record("g", "t", 0, None)],  # tombstone
+        [offset_record("g", "t", 0, OffsetValue(5, -1, "", 14)), offset_record("g", "u", 1, None)],
+        [offset_record("g", "t", 0, OffsetValue(6, -1, "", 15))],  # the template survives the above
+    ]
+    for i, records in enumerate(writes):
+        clock.advance(1000 + i)
+        store.write("g", records)
+        now = clock.time_ms()
+        expected = bytearray(
+            build_batch([SimpleRecord(k, v, timestamp=now) for k, v in records], base_offset=0)
+        )
+        base = part.log.batches[-1][0]
+        patch_offset_and_epoch(expected, 0, base, 0)
+        assert part.log.batches[-1][1] == bytes(expected), i
+    fresh = GroupCoordinator(GroupConfig(), clock, ManualScheduler(clock), store)
+    fresh.load(store.replay())
+    value = fresh.fetch_offsets("g", [("t", 0)])[1][("t", 0)]
+    assert value is not None and (value.offset, value.commit_timestamp) == (6, 15)

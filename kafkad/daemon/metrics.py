@@ -3,9 +3,11 @@
 How it works: one private `CollectorRegistry` per `BrokerMetrics` (never the process-global one, so
 tests and several brokers in one process do not collide). Two kinds of metric:
 
-* pushed by the hot path: counters and histograms updated by `record_produce`, `record_fetch`,
-  `record_request`, ... . Each keeps a dict of labelled children so a call costs one dict lookup plus
-  prometheus_client's locked add, never a label resolution.
+* pushed by the hot path: `record_produce`, `record_fetch`, `record_api`/`record_request` add to plain
+  Python ints in `_HotSeries` (a per-topic or per-API list, one dict lookup and a few `+=` per call: no
+  prometheus_client lock, no label resolution), which a collector turns into the counter and histogram
+  families at scrape time. The rare ones (errors, failed requests, connections) are ordinary
+  prometheus_client metrics.
 * pulled at scrape time by `_BrokerStateCollector`: partition counts, log sizes, log-dir free bytes,
   process RSS/fds/CPU (psutil), read through callables the daemon binds with `bind(...)`. The scrape
   runs on the event loop (see `health.py`), so those callables may read loop-owned state without locks.
@@ -25,7 +27,7 @@ from typing import TypeVar
 
 import psutil
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kafkad.protocol import ApiKey
@@ -34,40 +36,12 @@ log = logging.getLogger(__name__)
 
 # Milliseconds, like Kafka's RequestMetrics TotalTimeMs; long-poll fetches end near fetch.max.wait.ms.
 REQUEST_TIME_MS_BUCKETS = (0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+# The `le` labels as prometheus_client writes them ("0.25", "1.0", ..., "+Inf").
+_LE_LABELS = (*(repr(float(b)) for b in REQUEST_TIME_MS_BUCKETS), "+Inf")
 LOOP_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 T = TypeVar("T")
 LogSizes = Callable[[], Iterable[tuple[str, int, int]]]  # (topic, partition, size in bytes)
-
-
-class _ApiRecorder:
-    """One API's request-time histogram and request counter, updated without prometheus_client's
-    per-call checks and linear bucket scan: a bisect picks the bucket, then the same locked value
-    increments `Histogram.observe` and `Counter.inc` do. Falls back to those public methods if the
-    library's internals are not the ones this was written against."""
-
-    __slots__ = ("_bounds", "_buckets", "_count_inc", "_hist", "_requests", "_sum_inc")
-
-    def __init__(self, hist: Histogram, requests: Counter) -> None:
-        self._hist, self._requests = hist, requests
-        try:
-            self._bounds: list[float] | None = list(hist._upper_bounds)
-            self._buckets = [b.inc for b in hist._buckets]
-            self._sum_inc = hist._sum.inc
-            self._count_inc = requests._value.inc
-            if len(self._buckets) != len(self._bounds) or self._bounds[-1] != float("inf"):
-                raise AttributeError("unexpected histogram layout")
-        except AttributeError:
-            self._bounds = None
-
-    def record(self, ms: float) -> None:
-        if self._bounds is None:
-            self._hist.observe(ms)
-            self._requests.inc()
-            return
-        self._sum_inc(ms)
-        self._buckets[bisect.bisect_left(self._bounds, ms)](1)
-        self._count_inc(1)
 
 
 class BrokerMetrics:
@@ -76,24 +50,6 @@ class BrokerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = True) -> None:
         self.registry = CollectorRegistry(auto_describe=True) if registry is None else registry
         r = self.registry
-        self._bytes_in = Counter(
-            "kafka_server_brokertopicmetrics_bytesin",
-            "Bytes appended by produce requests.",
-            ["topic"],
-            registry=r,
-        )
-        self._bytes_out = Counter(
-            "kafka_server_brokertopicmetrics_bytesout",
-            "Bytes sent in fetch responses.",
-            ["topic"],
-            registry=r,
-        )
-        self._messages_in = Counter(
-            "kafka_server_brokertopicmetrics_messagesin",
-            "Records appended by produce requests.",
-            ["topic"],
-            registry=r,
-        )
         self._failed_produce = Counter(
             "kafka_server_brokertopicmetrics_failedproducerequests",
             "Partition produce requests answered with an error.",
@@ -106,20 +62,10 @@ class BrokerMetrics:
             ["topic"],
             registry=r,
         )
-        self._requests = Counter(
-            "kafka_network_requestmetrics_requests", "Requests handled, by API.", ["request"], registry=r
-        )
         self._errors = Counter(
             "kafka_network_requestmetrics_errors",
             "Error codes returned, by API and error name.",
             ["request", "error"],
-            registry=r,
-        )
-        self._total_time = Histogram(
-            "kafka_network_requestmetrics_totaltimems",
-            "Time from a request's arrival to its response being queued, in milliseconds.",
-            ["request"],
-            buckets=REQUEST_TIME_MS_BUCKETS,
             registry=r,
         )
         self._connections = Gauge(
@@ -134,58 +80,54 @@ class BrokerMetrics:
         self.loop_lag_last = Gauge(
             "kafkad_event_loop_lag_last_seconds", "Latest event loop lag sample.", registry=r
         )
-        # Cached labelled children: the hot path never resolves labels.
-        self._bytes_in_c: dict[str, Counter] = {}
-        self._bytes_out_c: dict[str, Counter] = {}
-        self._messages_in_c: dict[str, Counter] = {}
+        # Cached labelled children of the rare counters: no label resolution per call.
         self._failed_produce_c: dict[str, Counter] = {}
         self._failed_fetch_c: dict[str, Counter] = {}
-        self._requests_c: dict[str, Counter] = {}
-        self._total_time_c: dict[str, Histogram] = {}
         self._errors_c: dict[tuple[str, str], Counter] = {}
-        self._api_names: dict[int, str] = {}
-        self._api_recorders: dict[int, _ApiRecorder] = {}
+        self._hot = _HotSeries()
+        r.register(self._hot)
+        self._produced = self._hot.produced
+        self._fetched = self._hot.fetched
+        self._by_key = self._hot.by_key
+        self._bounds = REQUEST_TIME_MS_BUCKETS
         self._state = _BrokerStateCollector(process=process)
         r.register(self._state)
 
     # --- hot path --------------------------------------------------------------------------
     def record_produce(self, topic: str, nbytes: int, messages: int) -> None:
         """One partition's records appended (bytes as received, records count from the batch headers)."""
-        c = self._bytes_in_c.get(topic)
-        if c is None:
-            c = self._bytes_in_c[topic] = self._bytes_in.labels(topic)
-            self._messages_in_c[topic] = self._messages_in.labels(topic)
-        c.inc(nbytes)
-        self._messages_in_c[topic].inc(messages)
+        series = self._produced.get(topic)
+        if series is None:
+            series = self._hot.topic(self._produced, topic, 2)
+        series[0] += nbytes
+        series[1] += messages
 
     def record_fetch(self, topic: str, nbytes: int) -> None:
         """Record bytes of one partition placed in a fetch response (consumers and followers)."""
-        c = self._bytes_out_c.get(topic)
-        if c is None:
-            c = self._bytes_out_c[topic] = self._bytes_out.labels(topic)
-        c.inc(nbytes)
+        series = self._fetched.get(topic)
+        if series is None:
+            series = self._hot.topic(self._fetched, topic, 1)
+        series[0] += nbytes
 
     def record_request(self, api_name: str, seconds: float) -> None:
         """One request of API `api_name` (e.g. "Produce") answered after `seconds`."""
-        h = self._total_time_c.get(api_name)
-        if h is None:
-            h = self._total_time_c[api_name] = self._total_time.labels(api_name)
-            self._requests_c[api_name] = self._requests.labels(api_name)
-        h.observe(seconds * 1000.0)
-        self._requests_c[api_name].inc()
+        self._observe(self._hot.api(api_name), seconds * 1000.0)
 
     def record_api(self, api_key: int, seconds: float) -> None:
         """Like `record_request`, keyed by the wire api key: the dispatcher's one-liner, run for every
-        request, so it goes straight to the children's values (`_ApiRecorder`)."""
-        rec = self._api_recorders.get(api_key)
-        if rec is None:
-            name = self._api_names.get(api_key)
-            if name is None:
-                name = self._api_names[api_key] = api_label(api_key)
-            self.record_request(name, seconds)
-            self._api_recorders[api_key] = _ApiRecorder(self._total_time_c[name], self._requests_c[name])
-            return
-        rec.record(seconds * 1000.0)
+        request (one dict lookup, a bisect and three `+=`)."""
+        series = self._by_key.get(api_key)
+        if series is None:
+            series = self._by_key[api_key] = self._hot.api(api_label(api_key))
+        ms = seconds * 1000.0
+        series[0] += 1
+        series[1] += ms
+        series[2 + bisect.bisect_left(self._bounds, ms)] += 1
+
+    def _observe(self, series: list[float], ms: float) -> None:
+        series[0] += 1
+        series[1] += ms
+        series[2 + bisect.bisect_left(self._bounds, ms)] += 1
 
     def record_error(self, api_name: str, error: str) -> None:
         """An error code (its Kafka name, e.g. "NOT_LEADER_OR_FOLLOWER") returned by `api_name`."""
@@ -215,10 +157,9 @@ class BrokerMetrics:
 
     def forget_topic(self, topic: str) -> None:
         """Drop a deleted topic's series so they stop being exported."""
+        self._produced.pop(topic, None)
+        self._fetched.pop(topic, None)
         for family, cache in (
-            (self._bytes_in, self._bytes_in_c),
-            (self._bytes_out, self._bytes_out_c),
-            (self._messages_in, self._messages_in_c),
             (self._failed_produce, self._failed_produce_c),
             (self._failed_fetch, self._failed_fetch_c),
         ):
@@ -256,6 +197,77 @@ class BrokerMetrics:
         """Start measuring event loop lag on the running loop; cancel the task at shutdown."""
         monitor = LoopLagMonitor(self.loop_lag, self.loop_lag_last, interval)
         return asyncio.get_running_loop().create_task(monitor.run(), name="loop-lag")
+
+
+class _HotSeries(Collector):
+    """The hot-path series as plain numbers, exported as prometheus families at scrape time.
+
+    Loop-thread only: the hot path and the scrape (health.py) both run on the event loop, so a bare
+    `+=` needs no lock. Each series is a list: per topic [bytes, records] in `produced`, [bytes] in
+    `fetched`; per API [count, sum ms, one non-cumulative count per bucket of
+    REQUEST_TIME_MS_BUCKETS plus +Inf]. Creation times are kept for the `_created` samples that
+    prometheus_client's own counters export.
+    """
+
+    def __init__(self) -> None:
+        self.produced: dict[str, list[int]] = {}
+        self.fetched: dict[str, list[int]] = {}
+        self.apis: dict[str, list[float]] = {}
+        self.by_key: dict[int, list[float]] = {}  # api key -> the same list as apis[name]
+        self.created: dict[tuple[str, str], float] = {}
+
+    def topic(self, table: dict[str, list[int]], topic: str, width: int) -> list[int]:
+        series = table[topic] = [0] * width
+        self.created[(("in" if table is self.produced else "out"), topic)] = time.time()
+        return series
+
+    def api(self, name: str) -> list[float]:
+        series = self.apis.get(name)
+        if series is None:
+            series = self.apis[name] = [0.0] * (3 + len(REQUEST_TIME_MS_BUCKETS))
+            self.created[("api", name)] = time.time()
+        return series
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # series come and go with topics; nothing to pre-register
+
+    def collect(self) -> Iterator[Metric]:
+        created = self.created
+        bytes_in = CounterMetricFamily(
+            "kafka_server_brokertopicmetrics_bytesin", "Bytes appended by produce requests.", labels=["topic"]
+        )
+        messages_in = CounterMetricFamily(
+            "kafka_server_brokertopicmetrics_messagesin",
+            "Records appended by produce requests.",
+            labels=["topic"],
+        )
+        for topic, (nbytes, messages) in self.produced.items():
+            ts = created.get(("in", topic))
+            bytes_in.add_metric([topic], nbytes, created=ts)
+            messages_in.add_metric([topic], messages, created=ts)
+        bytes_out = CounterMetricFamily(
+            "kafka_server_brokertopicmetrics_bytesout", "Bytes sent in fetch responses.", labels=["topic"]
+        )
+        for topic, (nbytes,) in self.fetched.items():
+            bytes_out.add_metric([topic], nbytes, created=created.get(("out", topic)))
+        requests = CounterMetricFamily(
+            "kafka_network_requestmetrics_requests", "Requests handled, by API.", labels=["request"]
+        )
+        total_time = HistogramMetricFamily(
+            "kafka_network_requestmetrics_totaltimems",
+            "Time from a request's arrival to its response being queued, in milliseconds.",
+            labels=["request"],
+        )
+        for name, series in self.apis.items():
+            count, total = int(series[0]), series[1]
+            ts = created.get(("api", name))
+            requests.add_metric([name], count, created=ts)
+            cumulative, buckets = 0, []
+            for le, n in zip(_LE_LABELS, series[2:], strict=True):
+                cumulative += int(n)
+                buckets.append((le, cumulative))
+            total_time.add_metric([name], buckets, total)
+        yield from (bytes_in, messages_in, bytes_out, requests, total_time)
 
 
 def api_label(api_key: int) -> str:

@@ -1,16 +1,24 @@
 """One client connection: length-prefixed framing, pipelined requests, responses in request order.
 
-asyncio.Protocol (not streams) for speed. Framing is a two-state machine: 4 size bytes, then a body
-bytearray of exactly that size allocated once and filled from the received chunks (the codec then hands
-out writable memoryviews into it). A size that is negative or above socket.request.max.bytes (e.g.
-1195725856 = "GET ") closes this connection only.
+asyncio.BufferedProtocol (not streams) for speed: the kernel writes received bytes straight into a
+buffer of ours, no bytes object per read. Two receive buffers:
+* a scratch buffer (`ReceiveScratch`, one per listener, shared by its connections) for ordinary reads:
+  every frame complete in it is copied once into its own bytearray (the codec hands out writable
+  memoryviews into that), and whatever is left of a partial frame is copied into the connection's
+  framing state before buffer_updated returns, so the scratch never holds anyone's data between reads;
+* the body of a big partial frame itself: while at least `_DIRECT_MIN` bytes of a body are missing,
+  get_buffer hands out the rest of that bytearray, so a large produce request lands in its final place
+  with one copy (kernel -> body) and no zero-filled intermediate.
+Framing is a two-state machine: 4 size bytes, then a body bytearray of exactly that size. A size that is
+negative or above socket.request.max.bytes (e.g. 1195725856 = "GET ") closes this connection only.
 
 Each decoded request gets a slot in a FIFO; a single writer task awaits the slots in order, so responses
 leave in request order however the handlers interleave. Fast path: a response that is ready at once
 (the dispatcher ran its handler eagerly) while nothing is queued ahead of it and the writer is idle is
-written straight from data_received, with the other ready responses of the same received chunk, in one
-transport write: no slot, no writer wake-up, one send per chunk of pipelined requests. Bytes chunks go through transport.write; FileSlice
-chunks through SendfileWriter after the transport buffer has drained (detected by lowering the write
+written straight from buffer_updated, with the other ready responses of the same received chunk, in one
+transport write: no slot, no writer wake-up, one send per chunk of pipelined requests. The writer task
+likewise gathers the bytes of every consecutive slot already complete into one writelines. FileSlice
+chunks go through SendfileWriter after the transport buffer has drained (detected by lowering the write
 buffer high-water mark to 0 and waiting for resume_writing). Reading pauses while too many requests are
 queued or the peer stops reading its responses.
 """
@@ -22,6 +30,7 @@ import collections
 import contextlib
 import logging
 import socket
+import struct
 import time
 from typing import Any, cast
 
@@ -31,9 +40,24 @@ from kafkad.daemon.sendfile_writer import SendfileWriter
 log = logging.getLogger(__name__)
 
 _HIGH_WATER = 4 << 20  # transport buffer above which we stop reading until the peer catches up
+SCRATCH_BYTES = 256 << 10  # one read's worth: many pipelined frames per recv
+_DIRECT_MIN = 64 << 10  # a body missing at least this much is received straight into itself
+_unpack_size = struct.Struct(">i").unpack_from
+_BYTES = (bytes, bytearray, memoryview)
 
 
-class KafkaConnection(asyncio.Protocol):
+class ReceiveScratch:
+    """The receive buffer the connections of one event loop share (see the module docstring): a read
+    is fully consumed before the loop runs anything else, so one buffer serves them all."""
+
+    __slots__ = ("buf", "view")
+
+    def __init__(self, size: int = SCRATCH_BYTES) -> None:
+        self.buf = bytearray(size)
+        self.view = memoryview(self.buf)
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(
         self,
         dispatcher: Dispatcher,
@@ -41,8 +65,11 @@ class KafkaConnection(asyncio.Protocol):
         max_request_bytes: int,
         max_queued: int,
         on_close: Any = None,
+        scratch: ReceiveScratch | None = None,
     ) -> None:
         self._dispatcher = dispatcher
+        self._scratch = (scratch or ReceiveScratch(16 << 10)).view
+        self._direct = False  # the last get_buffer handed out the partial body, not the scratch
         self._max_request = max_request_bytes
         self._max_queued = max_queued
         self._on_close = on_close
@@ -81,17 +108,45 @@ class KafkaConnection(asyncio.Protocol):
             self._sendfile = SendfileWriter(loop, sock.fileno(), self._wait_flushed)
         self._writer_task = loop.create_task(self._writer())
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        body = self._body
+        if body is not None and len(body) - self._filled >= _DIRECT_MIN:
+            self._direct = True
+            return memoryview(body)[self._filled :]
+        self._direct = False
+        return self._scratch
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if not self._direct:
+            self._received(self._scratch[:nbytes])
+            return
         if self._closing:
             return
         self.last_active = time.monotonic()
-        view = memoryview(data)
+        self._filled += nbytes
+        body = self._body
+        assert body is not None
+        if self._filled == len(body):
+            self._body = None
+            self._request(body)
+            if self._ready:
+                self._flush_ready()
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes that did not come through get_buffer (tests; a transport without buffer support)."""
+        self._received(memoryview(data))
+
+    def _received(self, view: memoryview) -> None:
+        """Frame `view` (consumed entirely: nothing may point into it afterwards)."""
+        if self._closing:
+            return
+        self.last_active = time.monotonic()
         try:
             if self._body is None and not self._head:
                 # Fast path: whole frames at the start of the chunk, one copy each into their body.
-                pos, end_of_data, limit = 0, len(data), self._max_request
+                pos, end_of_data, limit = 0, len(view), self._max_request
                 while end_of_data - pos >= 4:
-                    size = int.from_bytes(view[pos : pos + 4], "big", signed=True)
+                    size = _unpack_size(view, pos)[0]
                     end = pos + 4 + size
                     if size < 0 or size > limit or end > end_of_data:
                         break  # the general path below closes, or keeps the partial frame
@@ -179,7 +234,7 @@ class KafkaConnection(asyncio.Protocol):
             if not outcome:
                 return  # no response and nothing ahead of it: nothing to wait for
             for chunk in outcome:
-                if not isinstance(chunk, bytes | bytearray | memoryview):
+                if not isinstance(chunk, _BYTES):
                     break  # a file slice: the writer's sendfile path
             else:
                 self._ready.extend(cast(list[bytes | bytearray | memoryview], outcome))
@@ -252,13 +307,34 @@ class KafkaConnection(asyncio.Protocol):
                 slot = self._slots[0]
                 chunks = await slot if isinstance(slot, asyncio.Task) else slot
                 self._slots.popleft()
-                if chunks:
-                    for chunk in chunks:
-                        if isinstance(chunk, bytes | bytearray | memoryview):
-                            transport.write(chunk)
-                        else:
+                out: list[bytes | bytearray | memoryview] = []
+                while True:
+                    if chunks:
+                        for chunk in chunks:
+                            if isinstance(chunk, _BYTES):
+                                out.append(chunk)
+                                continue
+                            if out:  # the bytes before a file slice leave first
+                                transport.writelines(out)
+                                out = []
                             assert self._sendfile is not None, "sendfile needs a socket transport"
                             await self._sendfile.send(chunk)  # type: ignore[arg-type]
+                    # Responses already complete behind this one go out in the same write.
+                    if not self._slots:
+                        break
+                    slot = self._slots[0]
+                    if isinstance(slot, asyncio.Task):
+                        if not slot.done():
+                            break
+                        chunks = slot.result()
+                    else:
+                        chunks = slot
+                    self._slots.popleft()
+                if out:
+                    if len(out) == 1:
+                        transport.write(out[0])
+                    else:
+                        transport.writelines(out)
                 if self._write_paused:
                     self._pause_reading()
                     await self._wait_flushed(low=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 from kafkad.daemon.config import SocketConfig
 from kafkad.daemon.config_defs import ListenerSpec
-from kafkad.daemon.connection import KafkaConnection
+from kafkad.daemon.connection import KafkaConnection, ReceiveScratch
 from kafkad.daemon.dispatcher import Dispatcher
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ class Server:
         self._rebinding = asyncio.Lock()
         self._accepting = True
         self.connections: set[KafkaConnection] = set()
+        self._scratch = ReceiveScratch()  # every connection's reads land here first (same loop)
         self.bound: list[tuple[str, int]] = []
 
     def _make(self) -> KafkaConnection:
@@ -49,6 +50,7 @@ class Server:
             max_request_bytes=self._cfg.request_max_bytes,
             max_queued=self._cfg.queued_max_requests,
             on_close=self._closed,
+            scratch=self._scratch,
         )
         self.connections.add(conn)
         if self._on_open is not None:

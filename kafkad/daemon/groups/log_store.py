@@ -204,12 +204,13 @@ class LogGroupStore:
 
 _RECORD_HEAD = b"\x00\x00"  # attributes 0, timestamp delta 0 (every record has the batch timestamp)
 _NULL_VALUE_NO_HEADERS = encode_varint(-1) + b"\x00"
-# Zig-zag varints of the small non-negative ints a record needs (lengths, deltas): a lookup, not a call.
-_VARINTS = tuple(encode_varint(i) for i in range(1 << 13))
+# Zig-zag varints of the small non-negative ints a record needs (lengths, deltas): a lookup, not a
+# call. 1,024 entries (~40 KB) cover the records of commits with short metadata.
+_VARINTS = tuple(encode_varint(i) for i in range(1 << 10))
 
 
 def _varint(n: int) -> bytes:
-    return _VARINTS[n] if n < 8192 else encode_varint(n)
+    return _VARINTS[n] if n < 1024 else encode_varint(n)
 
 
 def _offsets_batch(records: Sequence[KeyValue], timestamp: int) -> bytearray:

@@ -130,6 +130,11 @@ class LogGroupStore:
             log.warning("creating %s failed: %s", OFFSETS_TOPIC, exc)
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"cannot create {OFFSETS_TOPIC}") from exc
 
+    def close(self) -> None:
+        """Stop a creation in progress (broker shutdown: the logs are about to close)."""
+        if self._creating is not None and not self._creating.done():
+            self._creating.cancel()
+
     async def _create(self) -> None:
         have = _partition_count(self.replicas)
         started = have

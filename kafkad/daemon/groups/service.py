@@ -122,6 +122,9 @@ async def start_group_coordinator(broker: Broker) -> GroupCoordinator:
 
 
 def stop_group_coordinator(broker: Broker) -> None:
+    store: LogGroupStore | None = broker.services.pop(STORE_KEY, None)
+    if store is not None:
+        store.close()
     coordinator: GroupCoordinator | None = broker.services.pop(SERVICE_KEY, None)
     if coordinator is not None:
         coordinator.stop()

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from kafkad.clock import ManualClock
 from kafkad.daemon.groups import OFFSETS_TOPIC, GroupConfig, ManualScheduler, OffsetCommit
 from kafkad.daemon.groups.group_coordinator import GroupCoordinator
@@ -209,3 +211,21 @@ def test_every_batch_is_what_the_storage_builder_makes_of_the_records() -> None:
     fresh.load(store.replay())
     value = fresh.fetch_offsets("g", [("t", 0)])[1][("t", 0)]
     assert value is not None and (value.offset, value.commit_timestamp) == (6, 15)
+
+
+def test_close_stops_a_creation_in_progress() -> None:
+    replicas = _Replicas()
+    store = LogGroupStore(replicas, ManualClock(), 50, 1 << 20)
+
+    async def main() -> None:
+        waiter = asyncio.ensure_future(store.ensure_topic())
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        store.close()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert not store.ready and 1 <= replicas.count() < 50  # no partition added after close

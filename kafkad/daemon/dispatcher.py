@@ -60,6 +60,8 @@ class Dispatcher:
         self._on_request = on_request
         api = registry.get(ApiKey.API_VERSIONS)
         self._api_versions_max = api.max_version if api else 0
+        # api key -> (spec, min version, max version), filled on first use: one dict lookup per request.
+        self._specs: dict[int, tuple[HandlerSpec, int, int]] = {}
 
     def dispatch(self, frame: bytearray, peer: str) -> Outcome | asyncio.Task[Outcome]:
         """Raises CloseConnection for a malformed frame or an unanswerable request."""
@@ -69,9 +71,15 @@ class Dispatcher:
             return self._unsupported(e.header, peer)
         except InvalidRequestError as e:
             raise CloseConnection(str(e)) from None
-        header = request.header
-        spec = self.registry.get(header.api_key)
-        if spec is None or not spec.supports(header.api_version):
+        header = request[0]
+        entry = self._specs.get(header[0])
+        if entry is None:
+            found = self.registry.get(header[0])
+            if found is None:
+                return self._unsupported(header, peer)
+            entry = self._specs[header[0]] = (found, found.min_version, found.max_version)
+        spec, lo, hi = entry
+        if not lo <= header[1] <= hi:
             return self._unsupported(header, peer)
         started = _perf_counter()
         ctx = RequestContext(self.broker, header, peer)
@@ -80,7 +88,18 @@ class Dispatcher:
             coro: Coroutine[Any, Any, Mapping[str, Any] | None] = spec.fn(ctx, request)  # type: ignore[assignment]
             waiting_on = coro.send(None)
         except StopIteration as done:
-            return self._respond(spec, request, done.value, started)
+            # _respond inlined for the common case: an answer ready at once.
+            body = done.value
+            on_request = self._on_request
+            if on_request is not None:
+                on_request(header[0], _perf_counter() - started)
+            if body is None:
+                return None
+            try:
+                return encode_response(header, body)
+            except Exception:
+                log.exception("cannot encode response to api %d v%d", header[0], header[1])
+                raise CloseConnection("response encoding failed") from None
         except KafkaError as e:
             log.debug("%s: %s", peer, e)
             return self._respond(spec, request, spec.error_body(request, e.code), started)

@@ -99,7 +99,7 @@ def test_corruption_in_a_middle_segment_drops_the_later_ones(tmp_path: Path) -> 
     for i in range(60):
         log.append(memoryview(make_batch(2, tag=i)), leader_epoch=0, now_ms=0)
     assert log.segment_count >= 3
-    second = log._segments[1]
+    second = log.segments[1]
     second_end = second.read_next_offset()
     with open(second.log_path, "r+b") as f:
         f.seek(second.size // 2 + 30)

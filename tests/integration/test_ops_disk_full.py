@@ -64,7 +64,7 @@ def _produce(client: KafkaClient, topic: str, values: list[bytes]) -> tuple[Erro
     body = {
         "transactional_id": None,
         "acks": -1,
-        "timeout_ms": 10_000,
+        "timeout_ms": 30_000,
         "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": build_batch(records)}]}],
     }
     resp = client.send(ApiKey.PRODUCE, body)
@@ -126,7 +126,7 @@ def test_writes_stop_before_the_disk_is_full_and_resume(tmpfs: Path, tmp_path: P
 
             # Free space: the next budget pass lets writes through again.
             ballast.unlink()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 120  # a budget pass every 100 ms; generous for a loaded machine
             resumed = _values(len(accepted), RECORDS_PER_BATCH)
             while True:
                 code, message = _produce(client, "full", resumed)

@@ -123,6 +123,7 @@ def cluster(tmp_path: Path) -> Iterator[str]:
             d.stop()
 
 
+@pytest.mark.timeout(1500)  # three JVMs start, then spark-submit (up to 900 s on a loaded machine)
 def test_ingest_via_spark_submit_on_standalone_cluster(tmp_path: Path, cluster: str) -> None:
     logs, landing, output = tmp_path / "logs", tmp_path / "landing", tmp_path / "out"
     landing.mkdir()

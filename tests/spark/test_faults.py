@@ -119,6 +119,7 @@ def test_ingest_interrupted_then_rerun_gives_same_tables(
     assert not any((output / STAGING_DIR).iterdir())
 
 
+@pytest.mark.timeout(1200)  # a Spark subprocess of its own (up to 900 s on a loaded machine), then a rerun
 def test_ingest_sigkilled_subprocess_then_rerun(tmp_path: Path, spark: Any) -> None:
     logs, landing, output = tmp_path / "logs", tmp_path / "landing", tmp_path / "out"
     landing.mkdir()

@@ -36,6 +36,7 @@ def _records(topic_index: int, n: int, ts0: int) -> list[Rec]:
     return out
 
 
+@pytest.mark.timeout(1200)  # 1M records produced, shipped and ingested: more than 300 s on a loaded machine
 def test_produce_to_real_kafkad_ship_and_ingest(tmp_path: Path, spark: Any) -> None:
     landing, output = tmp_path / "landing", tmp_path / "out"
     landing.mkdir()

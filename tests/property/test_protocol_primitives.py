@@ -28,7 +28,8 @@ def _round_trip(rd: p.Reader, wr: p.Writer, value: Any) -> Any:
     return got
 
 
-@settings(max_examples=200)
+# deadline=None throughout: no per-example wall-clock limit (a loaded machine stalls any process).
+@settings(max_examples=200, deadline=None)
 @given(st.integers(min_value=0, max_value=2**64 - 1))
 def test_uvarint(v: int) -> None:
     out = bytearray()
@@ -36,7 +37,7 @@ def test_uvarint(v: int) -> None:
     assert p.read_uvarint(memoryview(bytes(out)), 0) == (v, len(out))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.integers(min_value=-(2**63), max_value=2**63 - 1))
 def test_zigzag_varlong(v: int) -> None:
     out = bytearray()
@@ -64,7 +65,7 @@ def test_zigzag_known_encodings() -> None:
         ("uint32", 0, 2**32 - 1),
     ],
 )
-@settings(max_examples=50)
+@settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_fixed_ints(type_: str, lo: int, hi: int, data: st.DataObject) -> None:
     v = data.draw(st.integers(min_value=lo, max_value=hi))
@@ -72,7 +73,7 @@ def test_fixed_ints(type_: str, lo: int, hi: int, data: st.DataObject) -> None:
     assert _round_trip(rd, wr, v) == v
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(st.floats(allow_nan=False), st.booleans(), st.uuids())
 def test_float_bool_uuid(f: float, b: bool, u: Any) -> None:
     assert _round_trip(*p.primitive_codec("float64", False, False), f) == f
@@ -80,7 +81,7 @@ def test_float_bool_uuid(f: float, b: bool, u: Any) -> None:
     assert _round_trip(*p.primitive_codec("uuid", False, False), u) == u
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.booleans(), st.none() | TEXT)
 def test_strings(compact: bool, s: str | None) -> None:
     rd, wr = p.primitive_codec("string", compact, True)
@@ -90,7 +91,7 @@ def test_strings(compact: bool, s: str | None) -> None:
             p.primitive_codec("string", compact, False)[1](p.Out(), None)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.booleans(), st.none() | st.binary(max_size=300))
 def test_bytes_and_records(compact: bool, b: bytes | None) -> None:
     assert _round_trip(*p.primitive_codec("bytes", compact, True), b) == b
@@ -98,7 +99,7 @@ def test_bytes_and_records(compact: bool, b: bytes | None) -> None:
     assert (None if got is None else bytes(got)) == b
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.booleans(), st.none() | st.lists(st.integers(-(2**31), 2**31 - 1), max_size=20))
 def test_arrays(compact: bool, items: list[int] | None) -> None:
     ird, iwr = p.primitive_codec("int32", compact, False)

@@ -168,7 +168,7 @@ def test_http_metrics_and_healthz_over_the_wire() -> None:
             text = await loop.run_in_executor(
                 None,
                 lambda: (
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
                 ),
             )
             assert (

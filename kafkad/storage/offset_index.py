@@ -50,6 +50,9 @@ class MappedIndex:
         else:
             self.entries = self._round(length) // self.ENTRY_SIZE
         self._length = length
+        # Entries the file can hold, a plain attribute: the append path tests `entries >= capacity`
+        # per append (roll on a full index) without a property call.
+        self.capacity = length // self.ENTRY_SIZE
         self._mm: mmap.mmap | None = None
         # Native uint32 view of the mapping: with socket.ntohl it reads big-endian i32 fields about
         # 5x faster than struct.unpack_from on the mmap (lookup is on every fetch).
@@ -74,11 +77,11 @@ class MappedIndex:
 
     @property
     def max_entries(self) -> int:
-        return self._length // self.ENTRY_SIZE
+        return self.capacity
 
     @property
     def is_full(self) -> bool:
-        return self.entries >= self._length // self.ENTRY_SIZE
+        return self.entries >= self.capacity
 
     @property
     def size_bytes(self) -> int:
@@ -140,6 +143,7 @@ class MappedIndex:
         self._unmap()  # unmap before shrinking: touching a page past EOF is SIGBUS
         os.ftruncate(self._fd, length)
         self._length = length
+        self.capacity = length // self.ENTRY_SIZE
         self._map(length)
 
     def trim(self) -> None:
@@ -220,7 +224,7 @@ class OffsetIndex(MappedIndex):
         # Per append on the produce path: read the last relative offset through the uint32 view.
         if n and v is not None and rel <= ntohl(v[(n - 1) << 1]):
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"index append of {offset} is not increasing")
-        if n >= self._length >> 3:
+        if n >= self.capacity:
             raise IndexFullError(str(self.path))
         assert self._mm is not None
         _ENTRY_PACK_INTO(self._mm, n << 3, rel, position)

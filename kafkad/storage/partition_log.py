@@ -2,7 +2,10 @@
 
 Append: validate every batch (CRC-32C, sizes, producer sequences), stamp baseOffset and the leader epoch
 in place (outside the CRC), set LogAppendTime if the topic asks for it, and write the caller's buffer
-with one os.write. Never decodes records. The active (last) segment rolls on segment.bytes, segment.ms
+with one os.write. Never decodes records. The usual request (one non-idempotent client batch, CreateTime
+topic) takes an inline path in `append` (one header unpack, one CRC, one stamp; config limits cached per
+LogConfig object); every other request, and any batch that fails its combined test, goes through
+`_append_batches`, which validates again and raises the precise error. The active (last) segment rolls on segment.bytes, segment.ms
 (injected Clock), a full index, or an offset that would not fit int32 relative to its base.
 
 Read: the segment holding the offset returns a FileSlice (sendfile), bounded by max_offset (the high
@@ -33,6 +36,8 @@ import os
 import random
 from pathlib import Path
 
+from crc32c import crc32c
+
 from kafkad.clock import Clock
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage import cleaner_segments, log_restore, log_retention
@@ -55,8 +60,19 @@ from kafkad.storage.records import (
     set_log_append_time,
     validate_client_batches,
 )
-from kafkad.storage.records.batch import CONTROL_FLAG, LOG_OVERHEAD
-from kafkad.storage.segment import LogSegment
+from kafkad.storage.records.batch import (
+    ATTRIBUTES_OFFSET,
+    BATCH_OVERHEAD,
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC,
+    MIN_RECORD_SIZE,
+    Compression,
+    stamp_header_into,
+)
+from kafkad.storage.segment import INT32_MAX, LogSegment
 from kafkad.storage.segment_list import SegmentList, SegmentView
 
 log = logging.getLogger(__name__)
@@ -75,6 +91,13 @@ __all__ = [
 ]
 
 _EMPTY = ReadResult([], 0)
+_REPLICATION = AppendOrigin.REPLICATION
+_MAX_CODEC = int(Compression.ZSTD)
+_unpack_header_from = HEADER_STRUCT.unpack_from
+_new_tuple = tuple.__new__
+# (config they were taken from, segment.bytes, max batchLength, segment.ms or -1 for a LogAppendTime
+# topic, message.timestamp.difference.max.ms or -1 when unbounded): see PartitionLog._set_limits.
+_Limits = tuple[LogConfig, int, int, int, int]
 
 
 class PartitionLog:
@@ -97,6 +120,7 @@ class PartitionLog:
         self._jitter = 0
         self.leader_epoch_cache = LeaderEpochCache(None)
         self.producer_state = ProducerStateManager(directory)
+        self._limits: _Limits = self._set_limits()
 
     # ---- opening -------------------------------------------------------------------------------
 
@@ -189,10 +213,94 @@ class PartitionLog:
         origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendResult:
         """Validate, stamp and append the batches of one produce (or replica fetch) request."""
-        # The produce hot path (a 16 KiB batch should cost a few us of Python): one pass over the
-        # headers validate_client_batches parsed, no per-batch allocations beyond them.
+        # The produce hot path. The common request (one non-idempotent, non-control batch per
+        # partition, CreateTime topic) is handled inline below: one header unpack, one CRC, one
+        # stamp, one segment append. Anything else, including any batch the combined test refuses,
+        # takes _append_batches, which re-validates and raises the precise error.
         if not isinstance(records, memoryview):
             records = memoryview(records)
+        size = len(records)
+        if size < BATCH_OVERHEAD or origin is _REPLICATION:
+            return self._append_batches(records, leader_epoch, now_ms, origin)
+        limits = self._limits
+        if limits[0] is not self.config:
+            limits = self._set_limits()
+        _, segment_bytes, max_batch_length, segment_ms, ts_diff = limits
+        (
+            _,
+            batch_length,
+            _,
+            magic,
+            crc,
+            attributes,
+            last_delta,
+            base_ts,
+            max_ts,
+            producer_id,
+            _,
+            _,
+            count,
+        ) = _unpack_header_from(records, 0)
+        if (
+            batch_length + LOG_OVERHEAD != size  # several batches, or a length the slow path refuses
+            or producer_id >= 0
+            or magic != MAGIC
+            or attributes & CONTROL_FLAG
+            or (attributes & COMPRESSION_MASK) > _MAX_CODEC
+            or count <= 0
+            or count != last_delta + 1
+            or (not attributes & COMPRESSION_MASK and count * MIN_RECORD_SIZE > size - BATCH_OVERHEAD)
+            or size > segment_bytes
+            or batch_length > max_batch_length
+            or segment_ms < 0  # LogAppendTime topic (see _set_limits)
+            or (ts_diff >= 0 and (abs(max_ts - now_ms) > ts_diff or abs(base_ts - now_ms) > ts_diff))
+            or crc32c(records[ATTRIBUTES_OFFSET:]) != crc
+        ):
+            return self._append_batches(records, leader_epoch, now_ms, origin)
+        first = self.log_end_offset
+        last = first + last_delta
+        seg = self._segments.active
+        seg_size = seg.size
+        rolling_ts = seg._rolling_ts
+        oi, ti = seg.offset_index, seg.time_index
+        # _maybe_roll's conditions, inlined; it decides whenever one of them may hold.
+        if (
+            not seg_size
+            or seg_size > segment_bytes - size
+            or rolling_ts is None
+            or rolling_ts < 0
+            or max_ts - rolling_ts > segment_ms - self._jitter
+            or oi.entries >= oi.capacity
+            or ti.entries >= ti.capacity
+            or not 0 <= last - seg.base_offset <= INT32_MAX  # seg.can_hold
+        ):
+            self._maybe_roll(size, first, last, now_ms, max_ts)
+            seg = self._segments.active
+        stamp_header_into(records, 0, first, batch_length, leader_epoch)
+        seg.append(last, max_ts if max_ts > -1 else -1, first, records)
+        epochs = self.leader_epoch_cache
+        if leader_epoch > epochs.latest_epoch:
+            epochs.assign(leader_epoch, first)
+        self.log_end_offset = last + 1
+        return _new_tuple(AppendResult, (first, last, -1, self.log_start_offset, False))
+
+    def _set_limits(self) -> _Limits:
+        """Cache what the inline append path needs from the config (re-done when `config` is replaced)."""
+        cfg = self.config
+        diff = cfg.message_timestamp_difference_max_ms
+        self._limits = (
+            cfg,
+            cfg.segment_bytes,
+            cfg.max_message_bytes - LOG_OVERHEAD,
+            -1 if cfg.log_append_time else cfg.segment_ms,  # -1: never inline (stamps LogAppendTime)
+            diff if diff < 2**62 else -1,  # -1: no timestamp check
+        )
+        return self._limits
+
+    def _append_batches(
+        self, records: memoryview, leader_epoch: int, now_ms: int, origin: AppendOrigin
+    ) -> AppendResult:
+        """The general append: any number of batches, idempotent producers, replicas, LogAppendTime."""
         replica = origin is AppendOrigin.REPLICATION
         headers = validate_client_batches(records, allow_control=origin is not AppendOrigin.CLIENT)
         cfg = self.config

@@ -56,6 +56,10 @@ _INT64 = struct.Struct(">q")
 assert HEADER_STRUCT.size == BATCH_OVERHEAD
 _unpack_header = HEADER_STRUCT.unpack
 _unpack_header_from = HEADER_STRUCT.unpack_from
+# baseOffset | batchLength | partitionLeaderEpoch: the first 16 bytes, stamped in one pack_into (the
+# length is written back unchanged) instead of two.
+_STAMP = struct.Struct(">qii")
+stamp_header_into = _STAMP.pack_into
 
 Buffer = bytes | bytearray | memoryview
 
@@ -310,10 +314,18 @@ def scan_valid_prefix(buf: Buffer) -> tuple[list[BatchHeader], int]:
     return headers, pos
 
 
-def patch_offset_and_epoch(buf: Buffer, pos: int, base_offset: int, leader_epoch: int) -> None:
-    """Stamp baseOffset and partitionLeaderEpoch of the batch at `pos` in place (outside the CRC)."""
-    _BASE_OFFSET.pack_into(buf, pos, base_offset)
-    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+def patch_offset_and_epoch(
+    buf: Buffer, pos: int, base_offset: int, leader_epoch: int, batch_length: int | None = None
+) -> None:
+    """Stamp baseOffset and partitionLeaderEpoch of the batch at `pos` in place (outside the CRC).
+
+    With the batch's `batch_length` (already parsed by the caller) both go in one pack_into.
+    """
+    if batch_length is None:
+        _BASE_OFFSET.pack_into(buf, pos, base_offset)
+        _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+    else:
+        stamp_header_into(buf, pos, base_offset, batch_length, leader_epoch)
 
 
 def set_log_append_time(buf: Buffer, pos: int, timestamp_ms: int) -> None:

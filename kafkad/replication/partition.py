@@ -155,6 +155,14 @@ class Partition:
         fut.add_done_callback(self._data_waiters.discard)
         return fut
 
+    def add_data_waiter(self, fut: asyncio.Future[None]) -> None:
+        """Resolve `fut` (if still pending) at the next append or HW change; one future may watch many
+        partitions. The caller must `discard_data_waiter` it when it stops waiting."""
+        self._data_waiters.add(fut)
+
+    def discard_data_waiter(self, fut: asyncio.Future[None]) -> None:
+        self._data_waiters.discard(fut)
+
     def wake_waiters(self) -> None:
         """Wake delayed fetches (e.g. the partition was deleted or truncated)."""
         self._wake_data_waiters()

@@ -3,6 +3,10 @@
 Latency: a confluent producer (acks=1, linger.ms=0) stamps each 100 B value with monotonic_ns at a fixed
 rate; a confluent consumer tailing the partition subtracts it on arrival. The baseline is what the
 transport alone costs: produce-to-ack latency against the sink at the same rate.
+On a shared 2-core machine these figures are bounded by CPU contention (kafkad needs ~0.7 core at 10k
+msg/s unbatched): each row carries the load average and, from /proc schedstat, how long kafkad and the
+two clients were runnable but waiting for a CPU during the runs, so a miss can be told apart from a
+slow broker.
 
 Recovery: a second kafkad with `recovery_bytes` in `recovery_partitions` partitions is killed with
 SIGKILL and started again; the figure is spawn to serving (the "started" log line and a TCP connect). The
@@ -12,10 +16,13 @@ baseline is a clean restart (SIGTERM, then start) of the same data.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import os
 import time
 
 from tests.bench.context import Context, GiB
+from tests.bench.jobs import sched_delta, sched_self
 from tests.bench.raw_client import bulk_load
 from tests.bench.servers import create_topic, start_broker
 from tests.bench.stats import Row, figure, percentile, ratio
@@ -26,6 +33,10 @@ log = logging.getLogger(__name__)
 QUANTILES = (50.0, 99.0, 99.9)
 
 
+def _mark(into: list[tuple[float, float]], pid: int) -> None:
+    into.append(sched_self(pid))
+
+
 def latency(ctx: Context) -> None:
     cfg = {"acks": "1", "linger.ms": 0}
     curve: dict[str, dict[str, list[float]]] = {}
@@ -34,6 +45,7 @@ def latency(ctx: Context) -> None:
         e2e: list[list[float]] = []  # per run, one value per quantile
         ack_k: list[list[float]] = []
         ack_s: list[list[float]] = []
+        waits: list[dict[str, float]] = []
         for _ in range(ctx.settings.runs):
             topic = "latency"
             # The consumer reads the high watermark first, and consumers do not auto-create topics.
@@ -61,7 +73,21 @@ def latency(ctx: Context) -> None:
                     },
                 ),
             ]
-            cons, prod = ctx.pool.run(jobs).results
+            pid = ctx.kafkad.pid
+            marks: list[tuple[float, float]] = []
+            load1 = os.getloadavg()[0]
+            cons, prod = ctx.pool.run(jobs, on_go=functools.partial(_mark, marks, pid)).results
+            broker = sched_delta(marks[0], sched_self(pid))
+            waits.append(
+                {
+                    "load1": load1,
+                    "kafkad_cpu_s": broker["cpu_s"],
+                    "kafkad_runq_wait_s": broker["runq_wait_s"],
+                    "producer_runq_wait_s": prod["sched"]["runq_wait_s"],
+                    "consumer_runq_wait_s": cons["sched"]["runq_wait_s"],
+                }
+            )
+            log.info("latency %d/s: %s", rate, {k: round(v, 2) for k, v in waits[-1].items()})
             lat = sorted(cons["e2e_ms"])
             if len(lat) < rate * dur * 0.99:
                 log.warning("latency %d/s: consumer saw %d of %d records", rate, len(lat), int(rate * dur))
@@ -91,6 +117,7 @@ def latency(ctx: Context) -> None:
                 "latency", f"e2e p{q:g} @ {rate} msg/s ms", k, b, "sink produce ack", ratio("", k, b), goal
             )
             row.extra["kafkad_produce_ack"] = a.as_json()
+            row.extra["cpu_contention"] = waits
             ctx.rows.append(row)
             curve[str(rate)]["e2e"].append(k.median)
             curve[str(rate)]["ack"].append(a.median)

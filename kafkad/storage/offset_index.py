@@ -58,6 +58,7 @@ class MappedIndex:
         # 5x faster than struct.unpack_from on the mmap (lookup is on every fetch).
         self._u32: memoryview | None = None
         self._map(length)
+        self._entries_changed()
 
     def _map(self, length: int) -> None:
         if length:
@@ -126,6 +127,10 @@ class MappedIndex:
     def _truncate_by_offset(self, offset: int, rel_at: int) -> None:
         # Keep the entries whose offset is < `offset`: the largest slot with rel <= target - 1.
         self.entries = self._largest_lower_bound(_I32, rel_at, offset - self.base_offset - 1) + 1
+        self._entries_changed()
+
+    def _entries_changed(self) -> None:
+        """Hook run after `entries` moved other than by one append (open, truncate, reset)."""
 
     def _rel_at(self, slot: int, rel_at: int) -> int:
         assert self._mm is not None
@@ -134,6 +139,7 @@ class MappedIndex:
     def reset(self) -> None:
         """Forget every entry (before a rebuild)."""
         self.entries = 0
+        self._entries_changed()
 
     def resize(self, new_size: int) -> None:
         """Set the file length (rounded down, never below the entries) and remap it."""
@@ -217,18 +223,22 @@ class OffsetIndex(MappedIndex):
 
     def append(self, offset: int, position: int) -> None:
         rel = offset - self.base_offset
-        if not 0 <= rel <= 0x7FFFFFFF:
-            self._check_relative(offset)  # raises
         n = self.entries
         v = self._u32
-        # Per append on the produce path: read the last relative offset through the uint32 view.
-        if n and v is not None and rel <= ntohl(v[(n - 1) << 1]):
+        # Per index entry on the produce path: one combined test (the last relative offset read
+        # through the uint32 view); the error cases are sorted out only when it fails.
+        if (
+            not 0 <= rel <= 0x7FFFFFFF
+            or n >= self.capacity
+            or (n and v is not None and rel <= ntohl(v[(n - 1) << 1]))
+        ):
+            self._check_relative(offset)  # raises if out of range
+            if n >= self.capacity:
+                raise IndexFullError(str(self.path))
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"index append of {offset} is not increasing")
-        if n >= self.capacity:
-            raise IndexFullError(str(self.path))
         assert self._mm is not None
         _ENTRY_PACK_INTO(self._mm, n << 3, rel, position)
-        if self._summary is not None and n % STRIDE == 0:
+        if self._summary is not None and not n % STRIDE:
             self._summary.append(rel)
         self.entries = n + 1
 

@@ -2,8 +2,8 @@
 
 Append: validate every batch (CRC-32C, sizes, producer sequences), stamp baseOffset and the leader epoch
 in place (outside the CRC), set LogAppendTime if the topic asks for it, and write the caller's buffer
-with one os.write. Never decodes records. The usual request (one non-idempotent client batch, CreateTime
-topic) takes an inline path in `append` (one header unpack, one CRC, one stamp; config limits cached per
+with one os.write. Never decodes records. The usual request (one client batch, CreateTime topic) takes an
+inline path in `append` (one header unpack, one CRC, one stamp; config limits cached per
 LogConfig object); every other request, and any batch that fails its combined test, goes through
 `_append_batches`, which validates again and raises the precise error. The active (last) segment rolls on segment.bytes, segment.ms
 (injected Clock), a full index, or an offset that would not fit int32 relative to its base.
@@ -92,6 +92,7 @@ __all__ = [
 
 _EMPTY = ReadResult([], 0)
 _REPLICATION = AppendOrigin.REPLICATION
+_CLIENT = AppendOrigin.CLIENT
 _MAX_CODEC = int(Compression.ZSTD)
 _unpack_header_from = HEADER_STRUCT.unpack_from
 _new_tuple = tuple.__new__
@@ -213,8 +214,8 @@ class PartitionLog:
         origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendResult:
         """Validate, stamp and append the batches of one produce (or replica fetch) request."""
-        # The produce hot path. The common request (one non-idempotent, non-control batch per
-        # partition, CreateTime topic) is handled inline below: one header unpack, one CRC, one
+        # The produce hot path. The common request (one non-control batch per partition, CreateTime
+        # topic) is handled inline below: one header unpack, one CRC, one
         # stamp, one segment append. Anything else, including any batch the combined test refuses,
         # takes _append_batches, which re-validates and raises the precise error.
         if not isinstance(records, memoryview):
@@ -237,13 +238,12 @@ class PartitionLog:
             base_ts,
             max_ts,
             producer_id,
-            _,
-            _,
+            producer_epoch,
+            base_seq,
             count,
         ) = _unpack_header_from(records, 0)
         if (
             batch_length + LOG_OVERHEAD != size  # several batches, or a length the slow path refuses
-            or producer_id >= 0
             or magic != MAGIC
             or attributes & CONTROL_FLAG
             or (attributes & COMPRESSION_MASK) > _MAX_CODEC
@@ -257,6 +257,13 @@ class PartitionLog:
             or crc32c(records[ATTRIBUTES_OFFSET:]) != crc
         ):
             return self._append_batches(records, leader_epoch, now_ms, origin)
+        if producer_id >= 0 and origin is _CLIENT:  # idempotent producer: sequence checks
+            duplicate = self.producer_state.check_batch(producer_id, producer_epoch, base_seq, last_delta)
+            if duplicate is not None:
+                return _new_tuple(
+                    AppendResult,
+                    (duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset, True),
+                )
         first = self.log_end_offset
         last = first + last_delta
         seg = self._segments.active
@@ -281,6 +288,10 @@ class PartitionLog:
         epochs = self.leader_epoch_cache
         if leader_epoch > epochs.latest_epoch:
             epochs.assign(leader_epoch, first)
+        if producer_id >= 0:
+            self.producer_state.record_batch(
+                producer_id, producer_epoch, base_seq, last_delta, attributes, first, max_ts
+            )
         self.log_end_offset = last + 1
         return _new_tuple(AppendResult, (first, last, -1, self.log_start_offset, False))
 

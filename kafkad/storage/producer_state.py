@@ -33,12 +33,14 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from crc32c import crc32c
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.checkpoints import remove_quietly, write_atomic
 from kafkad.storage.records import BatchHeader
+from kafkad.storage.records.batch import CONTROL_FLAG, TRANSACTIONAL_FLAG, increment_sequence
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,10 @@ _ENTRY = struct.Struct(">qhiqiqiq")
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
+
+
+def _epoch_error(pid: int, epoch: int, known: int) -> NoReturn:
+    raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH, f"producer {pid}: epoch {epoch} is older than {known}")
 
 
 def _decrement_sequence(sequence: int, decrement: int) -> int:
@@ -186,10 +192,7 @@ class ProducerStateManager:
             known_epoch = entry.epoch if entry is not None else NO_PRODUCER_EPOCH
             epoch, last_seq = pending.get(pid, (known_epoch, entry.last_seq if entry else NO_SEQUENCE))
             if h.producer_epoch < epoch:
-                raise KafkaError(
-                    ErrorCode.INVALID_PRODUCER_EPOCH,
-                    f"producer {pid}: epoch {h.producer_epoch} is older than {epoch}",
-                )
+                _epoch_error(pid, h.producer_epoch, epoch)
             if h.producer_epoch != epoch:
                 if h.base_sequence != 0 and epoch != NO_PRODUCER_EPOCH:
                     raise KafkaError(
@@ -204,30 +207,78 @@ class ProducerStateManager:
             pending[pid] = (h.producer_epoch, h.last_sequence)
         return None
 
-    def update(self, header: BatchHeader, base_offset: int, max_timestamp: int) -> None:
-        """Record a batch that was appended at `base_offset` (any origin, also replay)."""
-        pid = header.producer_id
-        if pid < 0:
-            return
+    def check_batch(self, pid: int, epoch: int, base_seq: int, last_delta: int) -> BatchMetadata | None:
+        """`validate` of a single batch from its header fields (PartitionLog's inline append path).
+
+        Same rules and errors as `validate([header])`, without building a BatchHeader.
+        """
         entry = self.producers.get(pid)
         if entry is None:
-            entry = self.producers[pid] = ProducerEntry(pid, header.producer_epoch)
-        elif header.producer_epoch != entry.epoch:
-            entry.epoch = header.producer_epoch
-            entry.batches.clear()
-        if header.is_control:
-            entry.current_txn_first_offset = -1
-            return
-        if header.is_transactional and entry.current_txn_first_offset < 0:
-            entry.current_txn_first_offset = base_offset
-        entry.batches.append(
-            BatchMetadata(
+            if epoch < NO_PRODUCER_EPOCH:
+                _epoch_error(pid, epoch, NO_PRODUCER_EPOCH)
+            return None
+        known = entry.epoch
+        batches = entry.batches
+        if epoch == known and batches:
+            last_seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else increment_sequence(base_seq, last_delta)
+            for meta in batches:
+                if meta.first_seq == base_seq and meta.last_seq == last_seq:
+                    return meta
+        if epoch < known:
+            _epoch_error(pid, epoch, known)
+        if epoch != known:
+            if base_seq != 0 and known != NO_PRODUCER_EPOCH:
+                raise KafkaError(
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"producer {pid}: new epoch {epoch} starts at {base_seq}, not 0",
+                )
+        elif known != NO_PRODUCER_EPOCH:
+            prev = batches[-1].last_seq if batches else NO_SEQUENCE
+            if not (base_seq == prev + 1 or (base_seq == 0 and prev == _INT32_MAX)):  # _in_sequence
+                raise KafkaError(
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"producer {pid}: sequence {base_seq} after {prev} (epoch {known})",
+                )
+        return None
+
+    def update(self, header: BatchHeader, base_offset: int, max_timestamp: int) -> None:
+        """Record a batch that was appended at `base_offset` (any origin, also replay)."""
+        if header.producer_id >= 0:
+            self.record_batch(
+                header.producer_id,
+                header.producer_epoch,
                 header.base_sequence,
-                header.last_sequence,
+                header.last_offset_delta,
+                header.attributes,
                 base_offset,
-                base_offset + header.last_offset_delta,
                 max_timestamp,
             )
+
+    def record_batch(
+        self,
+        pid: int,
+        epoch: int,
+        base_seq: int,
+        last_delta: int,
+        attributes: int,
+        base_offset: int,
+        max_timestamp: int,
+    ) -> None:
+        """`update` from the header fields of an appended batch of producer `pid` (>= 0)."""
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = self.producers[pid] = ProducerEntry(pid, epoch)
+        elif epoch != entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        if attributes & CONTROL_FLAG:
+            entry.current_txn_first_offset = -1
+            return
+        if attributes & TRANSACTIONAL_FLAG and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = base_offset
+        last_seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else increment_sequence(base_seq, last_delta)
+        entry.batches.append(
+            BatchMetadata(base_seq, last_seq, base_offset, base_offset + last_delta, max_timestamp)
         )
 
     # ---- log changes ---------------------------------------------------------------------------

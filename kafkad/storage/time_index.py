@@ -18,11 +18,14 @@ from kafkad.storage.offset_index import IndexFullError, MappedIndex
 
 _I64 = struct.Struct(">q")
 _ENTRY_UNPACK_FROM = struct.Struct(">qi").unpack_from
+_ENTRY_PACK_INTO = struct.Struct(">qi").pack_into
 
 
 class TimeIndex(MappedIndex):
     ENTRY_SIZE = 12
     _ENTRY = struct.Struct(">qi")
+    _last_ts: int | None  # the newest entry's timestamp (None when empty) and relative offset
+    _last_rel: int
 
     def entry(self, slot: int) -> tuple[int, int]:
         """(timestamp, absolute offset) at `slot`."""
@@ -45,29 +48,37 @@ class TimeIndex(MappedIndex):
             return -1, self.base_offset
         return self.entry(slot)
 
+    def _entries_changed(self) -> None:
+        # The newest entry, cached: maybe_append runs per index entry on the produce path.
+        if self.entries and self._mm is not None:
+            self._last_ts, self._last_rel = _ENTRY_UNPACK_FROM(self._mm, (self.entries - 1) * 12)
+        else:
+            self._last_ts, self._last_rel = None, 0
+
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is newer than the last entry's."""
-        n = self.entries
-        if n:
-            # Called per index entry on the produce path: one unpack, no tuple of the absolute entry.
-            assert self._mm is not None
-            last_ts, last_rel = _ENTRY_UNPACK_FROM(self._mm, (n - 1) * 12)
+        last_ts = self._last_ts
+        rel = offset - self.base_offset
+        if last_ts is not None:
             if timestamp <= last_ts:
                 return
-            if offset < self.base_offset + last_rel:
+            if rel < self._last_rel:
                 raise KafkaError(
                     ErrorCode.KAFKA_STORAGE_ERROR,
-                    f"time index offset {offset} < {self.base_offset + last_rel}",
+                    f"time index offset {offset} < {self.base_offset + self._last_rel}",
                 )
-        rel = self._check_relative(offset)
-        if self.is_full:
+        if not 0 <= rel <= 0x7FFFFFFF:
+            self._check_relative(offset)  # raises
+        n = self.entries
+        if n >= self.capacity:
             if skip_full_check:
                 self.resize(self.file_length + self.ENTRY_SIZE)
             else:
                 raise IndexFullError(str(self.path))
         assert self._mm is not None
-        self._ENTRY.pack_into(self._mm, self.entries * 12, timestamp, rel)
-        self.entries += 1
+        _ENTRY_PACK_INTO(self._mm, n * 12, timestamp, rel)
+        self.entries = n + 1
+        self._last_ts, self._last_rel = timestamp, rel
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= `offset`."""

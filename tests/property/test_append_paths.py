@@ -40,6 +40,7 @@ append = st.fixed_dictionaries(
         "mutations": st.lists(mutation, max_size=2),
         "advance": st.integers(0, 40),
         "origin": st.sampled_from([AppendOrigin.CLIENT, AppendOrigin.CLIENT, AppendOrigin.COORDINATOR]),
+        "retry": st.booleans(),  # resend the last accepted idempotent batch (a duplicate)
     }
 )
 
@@ -69,7 +70,8 @@ def _state(log: PartitionLog) -> object:
         )
         for s in log.segments
     ]
-    return (log.log_end_offset, segs, log.leader_epoch_cache.entries, read_all(log))
+    producers = {pid: (e.epoch, list(e.batches)) for pid, e in log.producer_state.producers.items()}
+    return (log.log_end_offset, segs, log.leader_epoch_cache.entries, producers, read_all(log))
 
 
 @settings(max_examples=60, deadline=None)
@@ -80,27 +82,33 @@ def test_inline_path_matches_general_path(config: dict[str, str], appends: list[
         log_a = open_log(Path(tmp) / "a", clock_a, **config)
         log_b = open_log(Path(tmp) / "b", clock_b, **config)
         seq = 0
+        accepted: bytearray | None = None
         try:
             for a in appends:
                 pid = a["producer_id"]
-                buf = make_batch(
-                    a["count"],
-                    ts=NOW + a["ts_offset"],
-                    value_size=a["value_size"],
-                    producer_id=pid,
-                    producer_epoch=0 if pid >= 0 else -1,
-                    base_sequence=seq if pid >= 0 else -1,
-                )
-                for pos, value, fix_crc in a["mutations"]:
-                    buf[pos] = value
-                    if fix_crc:
-                        rewrite_crc(buf, 0)
+                if a["retry"] and accepted is not None:
+                    buf = bytearray(accepted)
+                    pid = -2  # neither advance the sequence nor remember it again
+                else:
+                    buf = make_batch(
+                        a["count"],
+                        ts=NOW + a["ts_offset"],
+                        value_size=a["value_size"],
+                        producer_id=pid,
+                        producer_epoch=0 if pid >= 0 else -1,
+                        base_sequence=seq if pid >= 0 else -1,
+                    )
+                    for pos, value, fix_crc in a["mutations"]:
+                        buf[pos] = value
+                        if fix_crc:
+                            rewrite_crc(buf, 0)
                 now = clock_a.time_ms()
                 got_a = _outcome(log_a, True, bytearray(buf), now, a["origin"])
                 got_b = _outcome(log_b, False, bytearray(buf), now, a["origin"])
                 assert got_a == got_b
                 if pid >= 0 and isinstance(got_a, tuple):
                     seq += a["count"]
+                    accepted = buf
                 clock_a.advance(a["advance"])
                 clock_b.advance(a["advance"])
             assert _state(log_a) == _state(log_b)

@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from crc32c import crc32c
 
@@ -58,6 +58,18 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
 
 
+_new_tuple = tuple.__new__
+
+
+def _last_sequence(base_seq: int, last_delta: int) -> int:
+    """BatchHeader.last_sequence from the two fields (increment_sequence's common case inline)."""
+    if base_seq == NO_SEQUENCE:
+        return NO_SEQUENCE
+    if base_seq <= _INT32_MAX - last_delta:
+        return base_seq + last_delta
+    return increment_sequence(base_seq, last_delta)
+
+
 def _epoch_error(pid: int, epoch: int, known: int) -> NoReturn:
     raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH, f"producer {pid}: epoch {epoch} is older than {known}")
 
@@ -68,8 +80,10 @@ def _decrement_sequence(sequence: int, decrement: int) -> int:
     return sequence - decrement
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
+class BatchMetadata(NamedTuple):
+    """One of a producer's last 5 batches. A NamedTuple, not a frozen dataclass: one is built per
+    idempotent append, and the frozen dataclass's __init__ cost about as much as the rest of the check."""
+
     first_seq: int
     last_seq: int
     first_offset: int
@@ -220,7 +234,7 @@ class ProducerStateManager:
         known = entry.epoch
         batches = entry.batches
         if epoch == known and batches:
-            last_seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else increment_sequence(base_seq, last_delta)
+            last_seq = _last_sequence(base_seq, last_delta)
             for meta in batches:
                 if meta.first_seq == base_seq and meta.last_seq == last_seq:
                     return meta
@@ -276,9 +290,17 @@ class ProducerStateManager:
             return
         if attributes & TRANSACTIONAL_FLAG and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = base_offset
-        last_seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else increment_sequence(base_seq, last_delta)
         entry.batches.append(
-            BatchMetadata(base_seq, last_seq, base_offset, base_offset + last_delta, max_timestamp)
+            _new_tuple(
+                BatchMetadata,
+                (
+                    base_seq,
+                    _last_sequence(base_seq, last_delta),
+                    base_offset,
+                    base_offset + last_delta,
+                    max_timestamp,
+                ),
+            )
         )
 
     # ---- log changes ---------------------------------------------------------------------------

@@ -115,15 +115,17 @@ class Partition:
         """Append a client's batches; returns storage's AppendResult. Raises KafkaError."""
         if self.role is not Role.LEADER:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic}-{self.index}: not the leader")
-        min_isr = int(getattr(self.log.config, "min_insync_replicas", 1))
-        if required_acks == -1 and len(self.isr) < min_isr:
-            raise KafkaError(
-                ErrorCode.NOT_ENOUGH_REPLICAS,
-                f"{self.topic}-{self.index}: ISR {len(self.isr)} below min.insync.replicas {min_isr}",
-            )
+        if required_acks == -1:
+            min_isr = int(getattr(self.log.config, "min_insync_replicas", 1))
+            if len(self.isr) < min_isr:
+                raise KafkaError(
+                    ErrorCode.NOT_ENOUGH_REPLICAS,
+                    f"{self.topic}-{self.index}: ISR {len(self.isr)} below min.insync.replicas {min_isr}",
+                )
         result = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
         self._advance_hw()
-        self._wake_data_waiters()  # followers fetch beyond the HW
+        if self._data_waiters:  # followers fetch beyond the HW (empty checks: once per produce)
+            self._wake_data_waiters()
         return result
 
     async def wait_replicated(self, last_offset: int) -> None:
@@ -172,13 +174,16 @@ class Partition:
     def _advance_hw(self) -> None:
         if self.role is not Role.LEADER:
             return
-        leo = self.log.log_end_offset
-        candidates = [leo] + [self._follower_leo.get(r, -1) for r in self.isr if r != self.broker_id]
-        new_hw = min(candidates)
+        new_hw = self.log.log_end_offset
+        for r in self.isr:
+            if r != self.broker_id:
+                new_hw = min(new_hw, self._follower_leo.get(r, -1))
         if new_hw > self.log.high_watermark:
             self.log.high_watermark = new_hw
-            self._complete_hw_waiters(new_hw)
-            self._wake_data_waiters()
+            if self._hw_waiters:
+                self._complete_hw_waiters(new_hw)
+            if self._data_waiters:
+                self._wake_data_waiters()
 
     def _complete_hw_waiters(self, hw: int) -> None:
         keep = []

@@ -215,9 +215,9 @@ class PartitionLog:
     ) -> AppendResult:
         """Validate, stamp and append the batches of one produce (or replica fetch) request."""
         # The produce hot path. The common request (one non-control batch per partition, CreateTime
-        # topic) is handled inline below: one header unpack, one CRC, one
-        # stamp, one segment append. Anything else, including any batch the combined test refuses,
-        # takes _append_batches, which re-validates and raises the precise error.
+        # topic) is handled inline below: one header unpack, one CRC, one stamp, one segment append,
+        # producer-state calls only for idempotent producers. Anything else, including any batch the
+        # combined test refuses, takes _append_batches, which re-validates and raises the precise error.
         if not isinstance(records, memoryview):
             records = memoryview(records)
         size = len(records)
@@ -303,7 +303,8 @@ class PartitionLog:
             cfg,
             cfg.segment_bytes,
             cfg.max_message_bytes - LOG_OVERHEAD,
-            -1 if cfg.log_append_time else cfg.segment_ms,  # -1: never inline (stamps LogAppendTime)
+            # -1: never inline (LogAppendTime stamps every batch; a negative bound refuses them all)
+            -1 if cfg.log_append_time or diff < 0 else cfg.segment_ms,
             diff if diff < 2**62 else -1,  # -1: no timestamp check
         )
         return self._limits

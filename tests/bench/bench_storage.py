@@ -2,7 +2,9 @@
 
     .venv/bin/python tests/bench/bench_storage.py [--mib 256] [--runs 3]
 
-1. append of 16 KiB batches through PartitionLog.append vs a raw os.write of the same bytes (same run);
+1. append of 16 KiB batches through PartitionLog.append vs a raw os.write of the same bytes (same run),
+   and the same for an idempotent producer (distinct sequences, so every batch goes through the
+   producer-state checks; at most 2048 batches, prepared before the clock starts);
 2. random offset lookup: OffsetIndex.lookup over a 1 GiB segment's worth of entries (262144), and the
    full PartitionLog.read path (index + header scan + FileSlice) on the benchmark log;
 3. recovery of an unflushed tail (open with recover=True from recovery point 0), reported as s/GiB;
@@ -27,14 +29,52 @@ from kafkad.clock import SystemClock
 from kafkad.storage.log_config import LogConfig
 from kafkad.storage.offset_index import OffsetIndex
 from kafkad.storage.partition_log import PartitionLog
+from kafkad.storage.records.batch import rewrite_crc
 
 BATCH = 16 * 1024
 
 
-def batch_of(size: int) -> bytearray:
-    builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
+def batch_of(size: int, producer_id: int = -1) -> bytearray:
+    epoch, seq = (0, 0) if producer_id >= 0 else (-1, -1)
+    builder = DefaultRecordBatchBuilder(2, 0, 0, producer_id, epoch, seq, 1 << 30)
     builder.append(0, timestamp=int(time.time() * 1000), key=None, value=b"v" * (size - 61 - 12), headers=[])
     return bytearray(builder.build())
+
+
+def idempotent_batches(size: int, n: int) -> list[memoryview]:
+    """`n` batches of one producer with consecutive sequences (baseSequence at byte 53, CRC redone)."""
+    template = batch_of(size, producer_id=1)
+    out = []
+    for seq in range(n):
+        buf = bytearray(template)
+        buf[53:57] = seq.to_bytes(4, "big")
+        rewrite_crc(buf, 0)
+        out.append(memoryview(buf))
+    return out
+
+
+def append_idempotent(
+    root: Path, run: int, config: LogConfig, clock: SystemClock, size: int
+) -> tuple[float, float]:
+    """(raw os.write, PartitionLog.append) seconds per batch for distinct idempotent batches."""
+    views = idempotent_batches(size, 2048)
+    fd = os.open(root / f"raw-idem-{run}", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    t0 = time.perf_counter()
+    for view in views:
+        os.write(fd, view)
+    t_raw = (time.perf_counter() - t0) / len(views)
+    os.close(fd)
+    os.unlink(root / f"raw-idem-{run}")
+    log = PartitionLog.open(root / f"idem-{run}", config, clock, recover=False)
+    now = clock.time_ms()
+    t0 = time.perf_counter()
+    for view in views:
+        log.append(view, leader_epoch=0, now_ms=now)
+    t_log = (time.perf_counter() - t0) / len(views)
+    assert log.log_end_offset == len(views)
+    log.release()
+    shutil.rmtree(root / f"idem-{run}")
+    return t_raw, t_log
 
 
 def summary(name: str, values: list[float], unit: str) -> None:
@@ -56,7 +96,19 @@ def main() -> None:
     batch = batch_of(BATCH)
     n = total // len(batch)
     results: dict[str, list[float]] = {
-        k: [] for k in ("raw", "log", "over", "idx", "read", "recover", "reopen")
+        k: []
+        for k in (
+            "raw",
+            "log",
+            "over",
+            "ratio",
+            "idem_over",
+            "idem_ratio",
+            "idx",
+            "read",
+            "recover",
+            "reopen",
+        )
     }
     try:
         for run in range(args.runs):
@@ -80,6 +132,10 @@ def main() -> None:
             results["raw"].append(total / t_raw / 1e9)
             results["log"].append(total / t_log / 1e9)
             results["over"].append((t_log - t_raw) / n * 1e6)
+            results["ratio"].append(t_raw / t_log)
+            i_raw, i_log = append_idempotent(root, run, config, clock, len(batch))
+            results["idem_over"].append((i_log - i_raw) * 1e6)
+            results["idem_ratio"].append(i_raw / i_log)
             # 2. lookups
             index = OffsetIndex(root / f"{run}.index", 0, 10 << 20)
             for i in range(1, 262145):
@@ -112,6 +168,9 @@ def main() -> None:
         summary("raw os.write", results["raw"], "GB/s")
         summary("PartitionLog.append", results["log"], "GB/s")
         summary("append Python overhead per batch", results["over"], "us")
+        summary("append speed / raw os.write speed", results["ratio"], "")
+        summary("idempotent append overhead per batch", results["idem_over"], "us")
+        summary("idempotent append speed / raw speed", results["idem_ratio"], "")
         summary("OffsetIndex.lookup, 262144 entries (1 GiB)", results["idx"], "us")
         summary("PartitionLog.read random offset", results["read"], "us")
         summary("recovery (recover=True), scaled", results["recover"], "s/GiB")

@@ -306,6 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return runner(run(config))
     except KeyboardInterrupt:
         return 0
+    except OSError as e:
+        # A taken port, a missing or read-only log dir: the OS's one line says it all; no traceback.
+        log.critical("kafkad cannot run: %s", e)
+        return 1
     except Exception as e:
         log.critical("kafkad failed: %s", e, exc_info=True)
         return 1

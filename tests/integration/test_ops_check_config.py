@@ -5,6 +5,7 @@ Runs the real command line (`python -m kafkad.daemon.main`) on a server.properti
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,23 @@ def test_broker_id_minus_one_is_generated_once_and_kept(tmp_path: Path) -> None:
         broker.stop()
         broker.start()
         assert metadata_broker_id(broker.port) == first
+
+
+def test_taken_port_is_one_clear_line_not_a_traceback(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        config = tmp_path / "server.properties"
+        config.write_text(
+            f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path / 'data'}\nbroker.id=0\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-m", "kafkad.daemon.main", "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert proc.returncode == 1
+    assert "address already in use" in proc.stderr.lower()
+    assert "Traceback" not in proc.stderr, proc.stderr

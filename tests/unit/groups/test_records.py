@@ -46,7 +46,7 @@ def test_java_hash_and_partition() -> None:
 _text = st.text(max_size=20)
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(
     st.builds(
         GroupValue,

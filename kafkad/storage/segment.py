@@ -231,19 +231,21 @@ class LogSegment:
             os.ftruncate(fd, position)  # never leave half a batch behind a failed write
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.log_path}: {exc}") from exc
         self.size = position + size
-        if self._rolling_ts is None and position == 0:
+        if not position and self._rolling_ts is None:
             self._rolling_ts = largest_ts
         # Index rule (module docstring), inline: this runs once per produced partition batch.
-        if largest_ts > self.max_timestamp:
-            self.max_timestamp = largest_ts
+        max_ts = self.max_timestamp
+        if largest_ts > max_ts:
+            self.max_timestamp = max_ts = largest_ts
             self.offset_of_max_timestamp = offset_of_max_ts
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+        since = self.bytes_since_last_index_entry
+        if since > self.index_interval_bytes:
             self.offset_index.append(largest_offset, position)
-            if self.max_timestamp >= 0:
-                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            if max_ts >= 0:  # the time index ignores a timestamp <= its newest entry's
+                self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = size
         else:
-            self.bytes_since_last_index_entry += size
+            self.bytes_since_last_index_entry = since + size
 
     def truncate_to(self, offset: int) -> int:
         """Remove batches with offsets >= `offset` (batch boundaries); returns bytes removed."""

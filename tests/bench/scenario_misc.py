@@ -3,7 +3,7 @@
 Latency: a confluent producer (acks=1, linger.ms=0) stamps each 100 B value with monotonic_ns at a fixed
 rate; a confluent consumer tailing the partition subtracts it on arrival. The baseline is what the
 transport alone costs: produce-to-ack latency against the sink at the same rate.
-On a shared 2-core machine these figures are bounded by CPU contention (kafkad needs ~0.7 core at 10k
+On a shared 2-core machine these figures are bounded by CPU contention (kafkad needs ~0.9 core at 10k
 msg/s unbatched): each row carries the load average and, from /proc schedstat, how long kafkad and the
 two clients were runnable but waiting for a CPU during the runs, so a miss can be told apart from a
 slow broker.

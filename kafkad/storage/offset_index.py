@@ -233,9 +233,9 @@ class OffsetIndex(MappedIndex):
             or (n and v is not None and rel <= ntohl(v[(n - 1) << 1]))
         ):
             self._check_relative(offset)  # raises if out of range
-            if n >= self.capacity:
-                raise IndexFullError(str(self.path))
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"index append of {offset} is not increasing")
+            if n and v is not None and rel <= ntohl(v[(n - 1) << 1]):
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"index append of {offset} is not increasing")
+            raise IndexFullError(str(self.path))
         assert self._mm is not None
         _ENTRY_PACK_INTO(self._mm, n << 3, rel, position)
         if self._summary is not None and not n % STRIDE:

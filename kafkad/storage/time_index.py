@@ -6,7 +6,9 @@ timestamp": the largest timestamp seen so far and the offset of the batch that c
 added with the offset index entries (every index.interval.bytes) and once more when the segment
 becomes inactive (roll/close), so the segment's max timestamp survives a restart.
 
-Same mmap/preallocation/trim rules as offset_index.MappedIndex.
+Same mmap/preallocation/trim rules as offset_index.MappedIndex. The newest entry is also kept in two
+attributes (maybe_append runs per index entry on the produce path), reloaded from the file whenever the
+entry count moves other than by an append (open, truncate, reset).
 """
 
 from __future__ import annotations

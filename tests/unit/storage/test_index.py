@@ -133,3 +133,26 @@ def test_time_index_final_entry_beyond_capacity(tmp_path: Path) -> None:
     assert index.is_full
     index.maybe_append(9, 3, skip_full_check=True)  # the roll-time entry always fits
     assert index.last_entry() == (9, 3)
+
+
+def test_time_index_newest_entry_follows_truncate_reset_and_reopen(tmp_path: Path) -> None:
+    """maybe_append compares with a cached newest entry: it must follow every change of the count."""
+    path = tmp_path / "0.timeindex"
+    index = TimeIndex(path, 100, 12 * 10)
+    for ts, offset in ((10, 100), (20, 105), (30, 110)):
+        index.maybe_append(ts, offset)
+    index.maybe_append(25, 111)  # not newer than 30: ignored
+    assert index.entries == 3
+    index.truncate_to(110)  # drops (30, 110): 25 is newer than the new newest entry (20, 105)
+    index.maybe_append(25, 111)
+    assert [index.entry(i) for i in range(index.entries)] == [(10, 100), (20, 105), (25, 111)]
+    with pytest.raises(KafkaError):
+        index.maybe_append(40, 104)  # offset below the newest entry's
+    index.close()
+    reopened = TimeIndex(path, 100, 12 * 10)
+    reopened.maybe_append(25, 112)  # the reopened index knows its newest entry is 25
+    assert reopened.entries == 3
+    reopened.reset()
+    reopened.maybe_append(5, 100)
+    assert reopened.entry(0) == (5, 100) and reopened.entries == 1
+    reopened.close()

@@ -5,7 +5,7 @@ in place (outside the CRC), set LogAppendTime if the topic asks for it, and writ
 with one os.write. Never decodes records. The usual request (one client batch, CreateTime topic) takes an
 inline path in `append` (one header unpack, one CRC, one stamp; config limits cached per
 LogConfig object); every other request, and any batch that fails its combined test, goes through
-`_append_batches`, which validates again and raises the precise error. The active (last) segment rolls on segment.bytes, segment.ms
+the general path (log_append.append_batches), which validates again and raises the precise error. The active (last) segment rolls on segment.bytes, segment.ms
 (injected Clock), a full index, or an offset that would not fit int32 relative to its base.
 
 Read: the segment holding the offset returns a FileSlice (sendfile), bounded by max_offset (the high
@@ -30,7 +30,6 @@ Concurrency: runs on the event loop and never blocks, except methods documented 
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import random
@@ -40,7 +39,7 @@ from crc32c import crc32c
 
 from kafkad.clock import Clock
 from kafkad.protocol.errors import ErrorCode, KafkaError
-from kafkad.storage import cleaner_segments, log_restore, log_retention
+from kafkad.storage import cleaner_segments, log_append, log_restore, log_retention
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_config import LogConfig
 from kafkad.storage.log_loader import LogStats, load_segments
@@ -55,11 +54,6 @@ from kafkad.storage.log_types import (
     SegmentInfo,
 )
 from kafkad.storage.producer_state import ProducerStateManager
-from kafkad.storage.records import (
-    patch_offset_and_epoch,
-    set_log_append_time,
-    validate_client_batches,
-)
 from kafkad.storage.records.batch import (
     ATTRIBUTES_OFFSET,
     BATCH_OVERHEAD,
@@ -270,7 +264,7 @@ class PartitionLog:
         seg_size = seg.size
         rolling_ts = seg._rolling_ts
         oi, ti = seg.offset_index, seg.time_index
-        # _maybe_roll's conditions, inlined; it decides whenever one of them may hold.
+        # maybe_roll's conditions, inlined; it decides whenever one of them may hold.
         if (
             not seg_size
             or seg_size > segment_bytes - size
@@ -281,7 +275,7 @@ class PartitionLog:
             or ti.entries >= ti.capacity
             or not 0 <= last - seg.base_offset <= INT32_MAX  # seg.can_hold
         ):
-            self._maybe_roll(size, first, last, now_ms, max_ts)
+            self.maybe_roll(size, first, last, now_ms, max_ts)
             seg = self._segments.active
         stamp_header_into(records, 0, first, batch_length, leader_epoch)
         seg.append(last, max_ts if max_ts > -1 else -1, first, records)
@@ -312,108 +306,11 @@ class PartitionLog:
     def _append_batches(
         self, records: memoryview, leader_epoch: int, now_ms: int, origin: AppendOrigin
     ) -> AppendResult:
-        """The general append: any number of batches, idempotent producers, replicas, LogAppendTime."""
-        replica = origin is AppendOrigin.REPLICATION
-        headers = validate_client_batches(records, allow_control=origin is not AppendOrigin.CLIENT)
-        cfg = self.config
-        size = len(records)
-        if size > cfg.segment_bytes:
-            raise KafkaError(
-                ErrorCode.RECORD_LIST_TOO_LARGE,
-                f"{size} bytes exceed segment.bytes {cfg.segment_bytes}",
-            )
-        append_time = cfg.log_append_time
-        log_append = not replica and append_time
-        diff = cfg.message_timestamp_difference_max_ms
-        check_ts = not replica and not append_time and diff < 2**62
-        max_message = cfg.max_message_bytes - LOG_OVERHEAD
-        has_producer = False
-        count = 0
-        batch_max_ts: int | None = None
-        for h in headers:
-            if h.batch_length > max_message:
-                raise KafkaError(
-                    ErrorCode.MESSAGE_TOO_LARGE,
-                    f"batch of {h.size} bytes exceeds max.message.bytes {cfg.max_message_bytes}",
-                )
-            if (
-                check_ts
-                and not h.attributes & CONTROL_FLAG
-                and (abs(h.max_timestamp - now_ms) > diff or abs(h.base_timestamp - now_ms) > diff)
-            ):
-                raise KafkaError(ErrorCode.INVALID_TIMESTAMP, f"timestamp out of range of {diff} ms")
-            if h.producer_id >= 0:
-                has_producer = True
-            count += h.last_offset_delta + 1
-            if batch_max_ts is None or h.max_timestamp > batch_max_ts:
-                batch_max_ts = h.max_timestamp
-        assert batch_max_ts is not None  # validate_client_batches never returns no headers
-        producer_state = self.producer_state
-        if has_producer and origin is AppendOrigin.CLIENT:
-            duplicate = producer_state.validate(headers)
-            if duplicate is not None:
-                return AppendResult(
-                    duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset, True
-                )
-        if replica:
-            first = headers[0].base_offset
-            if first < self.log_end_offset:
-                raise KafkaError(
-                    ErrorCode.UNKNOWN_SERVER_ERROR,
-                    f"replicated offset {first} below log end {self.log_end_offset}",
-                )
-            for prev, h in itertools.pairwise(headers):
-                if h.base_offset <= prev.last_offset:
-                    raise KafkaError(
-                        ErrorCode.INVALID_RECORD, "replicated batches have non-increasing offsets"
-                    )
-            last_offset = headers[-1].last_offset
-        else:
-            first = self.log_end_offset
-            last_offset = first + count - 1
-        self._maybe_roll(size, first, last_offset, now_ms, batch_max_ts)
-        epochs = self.leader_epoch_cache
-        if len(headers) == 1 and not log_append:
-            # The common case: one batch per partition per request.
-            h = headers[0]
-            if not replica:
-                patch_offset_and_epoch(records, h.position, first, leader_epoch)
-            ts = h.max_timestamp
-            self._segments.active.append(last_offset, ts if ts > -1 else -1, first, records)
-            epoch = h.partition_leader_epoch if replica else leader_epoch
-            if epoch > epochs.latest_epoch:
-                epochs.assign(epoch, first)
-            if has_producer:
-                producer_state.update(h, first, h.max_timestamp)
-            self.log_end_offset = last_offset + 1
-            return AppendResult(first, last_offset, -1, self.log_start_offset)
-        # Stamp offsets (and LogAppendTime) in place; compute the append's max timestamp.
-        max_ts, offset_of_max_ts = -1, first
-        offset = first
-        bases: list[int] = []
-        for h in headers:
-            if not replica:
-                patch_offset_and_epoch(records, h.position, offset, leader_epoch)
-                if log_append:
-                    set_log_append_time(records, h.position, now_ms)
-            else:
-                offset = h.base_offset
-            bases.append(offset)
-            ts = now_ms if log_append else h.max_timestamp
-            if ts > max_ts:
-                max_ts, offset_of_max_ts = ts, offset
-            offset += h.last_offset_delta + 1
-        self._segments.active.append(last_offset, max_ts, offset_of_max_ts, records)
-        for h, base in zip(headers, bases, strict=True):
-            epoch = h.partition_leader_epoch if replica else leader_epoch
-            if epoch > epochs.latest_epoch:
-                epochs.assign(epoch, base)
-            if h.producer_id >= 0:
-                producer_state.update(h, base, now_ms if log_append else h.max_timestamp)
-        self.log_end_offset = last_offset + 1
-        return AppendResult(first, last_offset, now_ms if log_append else -1, self.log_start_offset)
+        """The general append (log_append.append_batches): several batches, replicas, LogAppendTime."""
+        return log_append.append_batches(self, records, leader_epoch, now_ms, origin)
 
-    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, now_ms: int, max_ts: int) -> None:
+    def maybe_roll(self, size: int, first_offset: int, last_offset: int, now_ms: int, max_ts: int) -> None:
+        """Roll (or re-base an empty active segment) if an append of `size` bytes needs it."""
         seg = self._segments.active
         if seg.size == 0:
             if seg.base_offset != first_offset and not seg.can_hold(last_offset):

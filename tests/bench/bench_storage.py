@@ -161,7 +161,7 @@ def main() -> None:
             reopened = PartitionLog.open(log_dir, config, clock, recover=False)
             results["reopen"].append((time.perf_counter() - t0) * 1000)
             reopened.close()
-            for seg in log._segments:
+            for seg in log.segments:
                 seg.close()
             shutil.rmtree(log_dir)
         print(f"{args.mib} MiB of {len(batch)}-byte batches ({n} appends), {args.runs} runs, dir {root}")

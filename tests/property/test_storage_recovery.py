@@ -85,7 +85,7 @@ def test_reopen_after_damage_keeps_exactly_the_valid_prefix(
         assert result.base_offset == expected_leo
     finally:
         reopened.close()
-        for seg in log._segments:
+        for seg in log.segments:
             seg.close()
 
 

@@ -174,12 +174,15 @@ class Partition:
     def _advance_hw(self) -> None:
         if self.role is not Role.LEADER:
             return
-        new_hw = self.log.log_end_offset
-        for r in self.isr:
-            if r != self.broker_id:
-                new_hw = min(new_hw, self._follower_leo.get(r, -1))
-        if new_hw > self.log.high_watermark:
-            self.log.high_watermark = new_hw
+        log = self.log
+        new_hw = log.log_end_offset
+        isr = self.isr
+        if len(isr) != 1 or isr[0] != self.broker_id:  # ISR = {self} (standalone): the HW is the LEO
+            for r in isr:
+                if r != self.broker_id:
+                    new_hw = min(new_hw, self._follower_leo.get(r, -1))
+        if new_hw > log.high_watermark:
+            log.high_watermark = new_hw
             if self._hw_waiters:
                 self._complete_hw_waiters(new_hw)
             if self._data_waiters:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkad.protocol import ErrorCode, Request, RequestHeader
@@ -29,8 +29,9 @@ class RequestContext:
     header: RequestHeader
     peer: str = "?"
     listener: str = "PLAINTEXT"
-    # Set by handlers that answer nothing (acks=0): the connection writes no response.
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Free per-request scratch for handlers; None until one sets it (one context per request, so no
+    # dict is built for the many that never use it).
+    extra: dict[str, Any] | None = None
 
     @property
     def version(self) -> int:

@@ -1,8 +1,12 @@
 """Produce (0) v3-8 (v0-2 advertised for old librdkafka's codec gating, answered UNSUPPORTED_VERSION).
 
-Per partition: find the leader Partition, check the disk budget, reject zstd below v7, append (storage
-validates CRC/size/sequence and patches offsets in place), then for acks=-1 wait for the high watermark
-within timeout_ms. acks=0 gets no response at all.
+Per partition: find the leader Partition, reject zstd below v7 (the only versions where the check can
+apply), check the disk budget, append (storage validates CRC/size/sequence and patches offsets in place).
+Every partition is appended before any waiting; then acks=-1 partitions whose append the high watermark
+does not cover yet wait for it within timeout_ms (never with ISR = {this broker}: the HW follows the LEO).
+acks=0 gets no response at all. This is the small-Produce hot path: a plain function per partition (no
+coroutine), one metrics lookup per request, and a success response holding only the fields that differ from
+the schema's defaults (record_errors and error_message come from the encoder's defaults).
 
 A compacted topic (cleanup.policy contains "compact") refuses records without a key, as Kafka's
 LogValidator does: the partition answers INVALID_RECORD with one record_errors entry per keyless record
@@ -15,12 +19,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+from kafkad.replication.partition import Partition
 from kafkad.storage.records import Compression, read_header, validate_client_batches
 from kafkad.storage.records.key_check import null_key_indexes
+
+if TYPE_CHECKING:
+    from kafkad.daemon.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +106,8 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     return _all_failed(request, code)
 
 
-def _check_compression(records: memoryview, version: int) -> None:
-    if version >= 7:
-        return
+def _check_compression(records: memoryview) -> None:
+    """Below v7 a zstd batch is refused (Kafka: zstd needs Produce v7+); callers skip this from v7 on."""
     pos = 0
     while pos + 61 <= len(records):
         h = read_header(records, pos)
@@ -109,49 +116,81 @@ def _check_compression(records: memoryview, version: int) -> None:
         pos += h.size
 
 
-async def _append(
-    ctx: RequestContext, topic: str, index: int, records: Any, acks: int, timeout_ms: int
+class _Wait(NamedTuple):
+    """An acks=-1 partition whose append the HW does not cover yet (only with followers in the ISR)."""
+
+    out: dict[str, Any]
+    part: Partition
+    topic: str
+    last_offset: int
+
+
+def _append(
+    broker: Broker,
+    version: int,
+    metrics: Any,
+    topic: str,
+    p: Mapping[str, Any],
+    acks: int,
+    waits: list[_Wait],
 ) -> dict[str, Any]:
-    broker = ctx.broker
+    """Append one partition's records now; the partition's response (an acks=-1 wait goes to `waits`)."""
+    index = p["index"]
+    records = p["records"]
     try:
         if records is None or len(records) == 0:
             raise KafkaError(ErrorCode.INVALID_RECORD, "no records")
-        part = broker.replicas.get_or_raise(topic, index)
+        replicas = broker.replicas
+        part = replicas.get_or_raise(topic, index)
         view = records if isinstance(records, memoryview) else memoryview(bytearray(records))
-        _check_compression(view, ctx.version)
-        broker.replicas.check_writable()
+        if version < 7:
+            _check_compression(view)
+        replicas.check_writable()
         if "compact" in part.log.config.cleanup_policy:
             refused = _keyless_response(topic, index, view)
             if refused is not None:
-                _failed(broker, topic)
+                _failed(metrics, topic)
                 return refused
         result = part.append_as_leader(view, now_ms=broker.clock.time_ms(), required_acks=acks)
+        if metrics is not None:  # once per partition: bytes as received, records from the offset span
+            metrics.record_produce(topic, len(view), result.last_offset - result.base_offset + 1)
+        # record_errors and error_message are left to the encoder's defaults ([] and null).
+        out = {
+            "index": index,
+            "error_code": 0,
+            "base_offset": result.base_offset,
+            "log_append_time_ms": result.log_append_time_ms,
+            "log_start_offset": result.log_start_offset,
+        }
         # acks=-1 waits only when the HW does not already cover the append (with ISR = {leader} it
         # always does): wait_for would cost a Task per partition on the hot path.
         if acks == -1 and part.high_watermark <= result.last_offset:
-            try:
-                await asyncio.wait_for(part.wait_replicated(result.last_offset), timeout_ms / 1000)
-            except TimeoutError:
-                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "not replicated in time") from None
-        metrics = broker.services.get("metrics")
-        if metrics is not None:  # once per partition: bytes as received, records from the offset span
-            metrics.record_produce(topic, len(view), result.last_offset - result.base_offset + 1)
-        out = _partition_response(index, ErrorCode.NONE)
-        out["base_offset"] = result.base_offset
-        out["log_append_time_ms"] = result.log_append_time_ms
-        out["log_start_offset"] = result.log_start_offset
+            waits.append(_Wait(out, part, topic, result.last_offset))
         return out
     except KafkaError as e:
-        _failed(broker, topic)
+        _failed(metrics, topic)
         return _partition_response(index, e.code, e.message or None)
     except OSError as e:
         log.error("produce to %s-%d failed: %s", topic, index, e)
-        _failed(broker, topic)
+        _failed(metrics, topic)
         return _partition_response(index, ErrorCode.KAFKA_STORAGE_ERROR, str(e))
 
 
-def _failed(broker: Any, topic: str) -> None:
-    metrics = broker.services.get("metrics")
+async def _replicated(w: _Wait, timeout_ms: int, metrics: Any) -> None:
+    """acks=-1: wait for the HW to cover `w`'s append; on failure its response becomes the error."""
+    try:
+        try:
+            await asyncio.wait_for(w.part.wait_replicated(w.last_offset), timeout_ms / 1000)
+        except TimeoutError:
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "not replicated in time") from None
+    except KafkaError as e:
+        _failed(metrics, w.topic)
+        index = w.out["index"]
+        w.out.clear()
+        w.out.update(_partition_response(index, e.code, e.message or None))
+
+
+def _failed(metrics: Any, topic: str) -> None:
     if metrics is not None:
         metrics.record_failed_produce(topic)
 
@@ -160,7 +199,8 @@ def _failed(broker: Any, topic: str) -> None:
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | None:
     body = request.body
     acks = body["acks"]
-    if ctx.version < 3:
+    version = ctx.header.api_version
+    if version < 3:
         return _all_failed(request, ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 is not supported")
     if acks not in (-1, 0, 1):
         return _all_failed(request, ErrorCode.INVALID_REQUIRED_ACKS)
@@ -168,21 +208,28 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | N
         return _all_failed(
             request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported"
         )
-    timeout_ms = max(0, int(body.get("timeout_ms", 30000)))
-    jobs: list[tuple[str, list[Any]]] = []
-    for t in body.get("topic_data") or []:
-        name = t["name"]
-        jobs.append(
-            (
-                name,
-                [_append(ctx, name, p["index"], p["records"], acks, timeout_ms) for p in t["partition_data"]],
-            )
-        )
+    broker = ctx.broker
+    metrics = broker.services.get("metrics")  # once per request, not per partition
+    waits: list[_Wait] = []
     responses = []
-    for name, coros in jobs:
-        # acks=-1 waits concurrently across partitions; the common single-partition case awaits directly.
-        results = [await coros[0]] if len(coros) == 1 else await asyncio.gather(*coros)
-        responses.append({"name": name, "partition_responses": list(results)})
+    # Every partition is appended first, then the acks=-1 waits (if any) run concurrently, as Kafka's
+    # DelayedProduce does; with nothing to wait for no coroutine or Task is made per partition.
+    for t in body.get("topic_data") or ():
+        name = t["name"]
+        responses.append(
+            {
+                "name": name,
+                "partition_responses": [
+                    _append(broker, version, metrics, name, p, acks, waits) for p in t["partition_data"]
+                ],
+            }
+        )
+    if waits:
+        timeout_ms = max(0, int(body.get("timeout_ms", 30000)))
+        if len(waits) == 1:
+            await _replicated(waits[0], timeout_ms, metrics)
+        else:
+            await asyncio.gather(*(_replicated(w, timeout_ms, metrics) for w in waits))
     if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}

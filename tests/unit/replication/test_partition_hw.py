@@ -1,0 +1,50 @@
+"""Partition._advance_hw: the ISR = {self} short cut and the general minimum over the ISR."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kafkad.replication.partition import Partition
+from tests.unit.replication.test_partition import FakeLog
+
+
+def test_isr_of_self_hw_is_the_leo_and_nothing_is_queued() -> None:
+    log = FakeLog()
+    p = Partition(log, broker_id=3)
+    for n in (2, 1, 4):
+        p.append_as_leader(memoryview(b"x" * n), now_ms=0, required_acks=1)
+        assert log.high_watermark == log.log_end_offset
+    assert log.high_watermark == 7
+    assert p._hw_waiters == [] and p._data_waiters == set()
+
+
+def test_single_isr_member_that_is_not_self_still_bounds_the_hw() -> None:
+    log = FakeLog()
+    p = Partition(log, broker_id=1)
+    p.become_leader(1, isr=(2,), replicas=(1, 2))
+    p.append_as_leader(memoryview(b"abcd"), now_ms=0, required_acks=1)
+    assert log.high_watermark == 0
+    p.update_follower_position(2, 3)
+    assert log.high_watermark == 3
+
+
+def test_hw_is_the_minimum_over_the_isr_and_completes_waiters_in_order() -> None:
+    async def go() -> None:
+        log = FakeLog()
+        p = Partition(log, broker_id=1)
+        p.become_leader(1, isr=(1, 2, 3), replicas=(1, 2, 3))
+        p.append_as_leader(memoryview(b"abcdef"), now_ms=0, required_acks=-1)
+        first = asyncio.ensure_future(p.wait_replicated(1))
+        last = asyncio.ensure_future(p.wait_replicated(5))
+        await asyncio.sleep(0)
+        p.update_follower_position(2, 6)
+        assert log.high_watermark == 0  # follower 3 is still at -1
+        p.update_follower_position(3, 2)
+        assert log.high_watermark == 2
+        await asyncio.sleep(0)
+        assert first.done() and not last.done()
+        p.update_follower_position(3, 6)
+        await asyncio.wait_for(last, 60)
+        assert log.high_watermark == 6 and p._hw_waiters == []
+
+    asyncio.run(go())

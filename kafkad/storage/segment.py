@@ -2,9 +2,17 @@
 
 The `.log` holds record batches exactly as stored on the wire, appended with os.write on an O_APPEND fd
 (sequential, through the page cache). Reads never copy: `read()` returns a FileSlice over that fd and
-the connection sendfiles it. Finding a position is an offset-index lookup (binary search over the mmap)
-followed by a short scan of 61-byte batch headers read with os.pread (at most index.interval.bytes of
-batches, never record payloads).
+the connection sendfiles it.
+
+Finding a position (`locate`, the fetch path): the active segment keeps a tail ring, two parallel lists
+of (last offset, start position) of each append since its next-to-last offset index entry (the indexed
+append itself first), so it always covers at least index.interval.bytes before the log end whatever
+the phase of the index. A tail fetch bisects it and reads one 27-byte header. Anything else is an
+offset-index lookup (binary search over the mmap) then a walk over the batch headers from that position,
+in memory over 16 KiB preads (the walk covers about index.interval.bytes, never one pread per batch).
+The ring is only a cache, never on disk: it starts empty (open, recovery, cleaned segments), is cleared
+on truncation and at roll, and only ever holds consecutive appends ending at the log end, which is what
+makes "first element > offset -> ask the index" and "past the last element -> no batch" correct.
 
 Index rule (Kafka): before adding an append, if more than index.interval.bytes were appended since the
 last entry, index (last offset of this append, its start position) and (max timestamp so far, its
@@ -23,6 +31,7 @@ import logging
 import mmap
 import os
 import struct
+from bisect import bisect_right
 from pathlib import Path
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
@@ -66,6 +75,10 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self._rolling_ts: int | None = None
         self.deleted = False
+        # Tail ring (module docstring): parallel lists, so an append adds two list.append calls.
+        self._ring_offsets: list[int] = []
+        self._ring_positions: list[int] = []
+        self._ring_mark = 0  # where the appends since the last index entry start in the ring
         if self.time_index.entries:
             self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry()
 
@@ -96,24 +109,45 @@ class LogSegment:
     def locate(self, offset: int) -> tuple[int, int] | None:
         """(position, size) of the first batch whose last offset >= `offset`, or None.
 
-        The fetch path: unpacks 27 header bytes to a tuple instead of building a BatchHeader.
+        The fetch path: the tail ring when it covers `offset` (module docstring), else the offset index;
+        then a header walk that unpacks 27 bytes per batch to a tuple instead of building a BatchHeader.
         """
-        position = self.offset_index.lookup(offset)[1]
+        offsets = self._ring_offsets
+        if offsets:
+            i = bisect_right(offsets, offset - 1)  # the first append whose last offset >= offset
+            if i == len(offsets):
+                return None  # past the last batch of the segment
+            if i:  # appends i-1 and i are consecutive: the batch is in append i
+                return self._walk(self._ring_positions[i], offset, _PREFIX.size)
+        return self._walk(self.offset_index.lookup(offset)[1], offset, _CHUNK)
+
+    def _walk(self, position: int, offset: int, first_read: int) -> tuple[int, int] | None:
+        """Walk batch headers from `position` (a batch start) to the first whose last offset >= `offset`.
+
+        Reads `first_read` bytes, then 16 KiB chunks, and parses every header that fits in memory.
+        """
         end = self.size
         fd = self._fd
-        unpack = _PREFIX.unpack
+        unpack_from = _PREFIX.unpack_from
+        header_size = _PREFIX.size
+        want = first_read
         while position < end:
-            raw = os.pread(fd, _PREFIX.size, position)
-            if len(raw) < _PREFIX.size:
-                break
-            base_offset, length, _, magic, _, _, last_delta = unpack(raw)
-            if magic != 2 or length < BATCH_OVERHEAD - 12:
-                raise KafkaError(
-                    ErrorCode.CORRUPT_MESSAGE, f"{self.log_path}: bad batch header at {position}"
-                )
-            if base_offset + last_delta >= offset:
-                return position, length + 12
-            position += length + 12
+            buf = os.pread(fd, min(want, end - position), position)
+            n = len(buf)
+            if n < header_size:
+                break  # a torn header at the end (recovery cuts it)
+            at = 0
+            while at + header_size <= n:
+                base_offset, length, _, magic, _, _, last_delta = unpack_from(buf, at)
+                if magic != 2 or length < BATCH_OVERHEAD - 12:
+                    raise KafkaError(
+                        ErrorCode.CORRUPT_MESSAGE, f"{self.log_path}: bad batch header at {position + at}"
+                    )
+                if base_offset + last_delta >= offset:
+                    return position + at, length + 12
+                at += length + 12
+            position += at  # the next header's start (it did not fit, or lies past this chunk)
+            want = _CHUNK
         return None
 
     def read(
@@ -244,8 +278,26 @@ class LogSegment:
             if max_ts >= 0:  # the time index ignores a timestamp <= its newest entry's
                 self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = size
+            self._ring_shift(largest_offset, position)
         else:
             self.bytes_since_last_index_entry = since + size
+            offsets = self._ring_offsets
+            offsets.append(largest_offset)
+            self._ring_positions.append(position)
+            if len(offsets) > _RING_MAX:  # only with a large index.interval.bytes
+                self._ring_drop(_RING_MAX // 2)
+
+    def _ring_shift(self, largest_offset: int, position: int) -> None:
+        """A new index entry (the append at `position`): drop the interval before the previous entry."""
+        self._ring_drop(self._ring_mark)
+        self._ring_mark = len(self._ring_offsets)
+        self._ring_offsets.append(largest_offset)
+        self._ring_positions.append(position)
+
+    def _ring_drop(self, count: int) -> None:
+        """Forget the `count` oldest appends of the ring (the rest stay consecutive up to the log end)."""
+        del self._ring_offsets[:count], self._ring_positions[:count]
+        self._ring_mark = max(0, self._ring_mark - count)
 
     def truncate_to(self, offset: int) -> int:
         """Remove batches with offsets >= `offset` (batch boundaries); returns bytes removed."""
@@ -259,6 +311,7 @@ class LogSegment:
         os.ftruncate(self._fd, position)
         self.size = position
         self.bytes_since_last_index_entry = 0
+        self.clear_tail_ring()  # its last element may describe removed batches
         self._rolling_ts = None if position == 0 else self._rolling_ts
         self._reload_max_timestamp()
         return removed
@@ -278,6 +331,7 @@ class LogSegment:
         self.time_index.reset()
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
         self.bytes_since_last_index_entry = 0
+        self.clear_tail_ring()
         size = os.fstat(self._fd).st_size
         headers: list[BatchHeader] = []
         valid = 0
@@ -344,13 +398,21 @@ class LogSegment:
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{self.offset_index.path}: points past the log end")
 
     def on_becoming_inactive(self) -> None:
-        """At roll: final time index entry (so the max timestamp survives restart), trim the indexes."""
+        """At roll: final time index entry (so the max timestamp survives restart), trim the indexes,
+        drop the tail ring (only the active segment's tail is fetched often enough to need it)."""
+        self.clear_tail_ring()
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(
                 self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
             )
         self.offset_index.trim()
         self.time_index.trim()
+
+    def clear_tail_ring(self) -> None:
+        """Forget the tail ring: `locate` asks the offset index until the next appends refill it."""
+        self._ring_offsets = []
+        self._ring_positions = []
+        self._ring_mark = 0
 
     def resize_indexes(self, size: int) -> None:
         self.offset_index.resize(size)
@@ -413,3 +475,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta
 _PREFIX = struct.Struct(">qiibIhi")
+# The header walk reads this much per pread: one read covers index.interval.bytes (4 KiB) of small batches.
+_CHUNK = 16 * 1024
+# Bound of the tail ring (2 lists of ints) for a large index.interval.bytes (4 KiB default: <= ~140).
+_RING_MAX = 1024

@@ -122,8 +122,18 @@ class Partition:
                     ErrorCode.NOT_ENOUGH_REPLICAS,
                     f"{self.topic}-{self.index}: ISR {len(self.isr)} below min.insync.replicas {min_isr}",
                 )
-        result = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
-        self._advance_hw()
+        log = self.log
+        result = log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        isr = self.isr
+        if len(isr) == 1 and isr[0] == self.broker_id:
+            # _advance_hw inlined for ISR = {self} (every standalone partition): the HW is the LEO.
+            leo = log.log_end_offset
+            if leo > log.high_watermark:
+                log.high_watermark = leo
+                if self._hw_waiters:
+                    self._complete_hw_waiters(leo)
+        else:
+            self._advance_hw()
         if self._data_waiters:  # followers fetch beyond the HW (empty checks: once per produce)
             self._wake_data_waiters()
         return result

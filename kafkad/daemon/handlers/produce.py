@@ -138,7 +138,7 @@ def _append(
     index = p["index"]
     records = p["records"]
     try:
-        if records is None or len(records) == 0:
+        if not records:  # None or empty
             raise KafkaError(ErrorCode.INVALID_RECORD, "no records")
         replicas = broker.replicas
         part = replicas.get_or_raise(topic, index)
@@ -216,14 +216,12 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | N
     # DelayedProduce does; with nothing to wait for no coroutine or Task is made per partition.
     for t in body.get("topic_data") or ():
         name = t["name"]
-        responses.append(
-            {
-                "name": name,
-                "partition_responses": [
-                    _append(broker, version, metrics, name, p, acks, waits) for p in t["partition_data"]
-                ],
-            }
-        )
+        parts = t["partition_data"]
+        if len(parts) == 1:  # the common case, without a comprehension's frame
+            out = [_append(broker, version, metrics, name, parts[0], acks, waits)]
+        else:
+            out = [_append(broker, version, metrics, name, p, acks, waits) for p in parts]
+        responses.append({"name": name, "partition_responses": out})
     if waits:
         timeout_ms = max(0, int(body.get("timeout_ms", 30000)))
         if len(waits) == 1:

@@ -12,6 +12,8 @@ batch headers of the recovered segments, so a lost update is repaired.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kafkad.storage.checkpoints import read_epochs, write_epochs
@@ -27,6 +29,7 @@ class LeaderEpochCache:
     def __init__(self, path: Path | None, entries: list[tuple[int, int]] | None = None) -> None:
         self.path = path
         self._entries: list[tuple[int, int]] = list(entries or [])
+        self._deferring = False
 
     @classmethod
     def load(cls, directory: Path) -> LeaderEpochCache:
@@ -113,8 +116,20 @@ class LeaderEpochCache:
         self._entries = []
         self._write()
 
+    @contextmanager
+    def deferred_writes(self) -> Iterator[None]:
+        """Blocking at exit: changes inside the block rewrite the checkpoint once at the end, and only
+        if the entries differ (log recovery replays one assign per epoch change of every batch)."""
+        before, self._deferring = list(self._entries), True
+        try:
+            yield
+        finally:
+            self._deferring = False
+            if self._entries != before:
+                self._write()
+
     def _write(self) -> None:
-        if self.path is not None:
+        if self.path is not None and not self._deferring:
             write_epochs(self.path, self._entries, fsync=False)
 
     def flush(self) -> None:

@@ -38,17 +38,18 @@ def restore_log(
     plog.recovery_point = min(recovery_point, plog.log_end_offset)
     plog.high_watermark = plog.log_start_offset  # the setter's clamp keeps it: start <= end
     # Leader epochs: trust the checkpoint up to the recovered part, rebuild that from headers.
-    plog.leader_epoch_cache = LeaderEpochCache.load(d)
-    if first_recovered is not None:
-        plog.leader_epoch_cache.truncate_from_end(first_recovered)
-        previous = None
-        for h in recovered:
-            # assign() of the epoch just assigned at a higher offset is a no-op: skip the call.
-            if h.partition_leader_epoch != previous:
-                previous = h.partition_leader_epoch
-                plog.leader_epoch_cache.assign(previous, h.base_offset)
-    plog.leader_epoch_cache.truncate_from_end(plog.log_end_offset)
-    plog.leader_epoch_cache.truncate_from_start(plog.log_start_offset)
+    cache = plog.leader_epoch_cache = LeaderEpochCache.load(d)
+    with cache.deferred_writes():  # one checkpoint write (none if nothing changed), not one per step
+        if first_recovered is not None:
+            cache.truncate_from_end(first_recovered)
+            previous = None
+            for h in recovered:
+                # assign() of the epoch just assigned at a higher offset is a no-op: skip the call.
+                if h.partition_leader_epoch != previous:
+                    previous = h.partition_leader_epoch
+                    cache.assign(previous, h.base_offset)
+        cache.truncate_from_end(plog.log_end_offset)
+        cache.truncate_from_start(plog.log_start_offset)
     load_producer_state(plog, recovered if first_recovered is not None else None, first_recovered)
 
 

@@ -19,6 +19,10 @@ Output of a group: `<base>.log.cleaned`, `<base>.index.cleaned`, `<base>.timeind
 built with the segment index rule, trimmed) and `<base>.range.cleaned` (the group's end offset, which
 swap recovery needs), all fsynced. `cleaner_swap` commits them.
 
+Undecodable batches (corrupt compressed data, a decompression bomb past codecs.MAX_DECOMPRESSED_BYTES,
+record framing that cannot be walked) are never dropped: the offset map skips them (so the records their
+keys would supersede are kept) and the rewrite copies them byte for byte, with a WARNING each time.
+
 Segments are read with os.pread in chunks (never mmap: a follower truncation could shrink a file under
 the mapping). Blocking: runs in an executor thread.
 """
@@ -26,6 +30,7 @@ the mapping). Blocking: runs in an executor thread.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import struct
 from collections.abc import Iterator, Sequence
@@ -34,6 +39,7 @@ from pathlib import Path
 
 from crc32c import crc32c
 
+from kafkad.protocol.errors import KafkaError
 from kafkad.storage.offset_index import OffsetIndex
 from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, Record, decode_batch, read_header
 from kafkad.storage.records.batch import (
@@ -54,6 +60,8 @@ CLEANED_SUFFIX = ".cleaned"
 RANGE_SUFFIX = ".range"
 _READ_CHUNK = 8 * 1024 * 1024
 _UINT32 = struct.Struct(">I")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +134,20 @@ def iter_segment_batches(fd: int, size: int) -> Iterator[tuple[BatchHeader, memo
         start = pos
 
 
+def _scan_or_none(header: BatchHeader, batch: memoryview) -> list[tuple[bytes | None, int, bool]] | None:
+    """`_scan_records`, or None (with a WARNING) for a batch that cannot be decoded: the caller keeps it."""
+    try:
+        return _scan_records(header, batch)
+    except (KafkaError, IndexError) as exc:  # IndexError: record framing running past the blob
+        log.warning(
+            "log cleaner: batch at offsets %d-%d cannot be decoded, kept as is: %s",
+            header.base_offset,
+            header.last_offset,
+            exc,
+        )
+        return None
+
+
 def _scan_records(header: BatchHeader, batch: memoryview) -> list[tuple[bytes | None, int, bool]]:
     """(key, offset, is tombstone) of every record: only the record prefixes are parsed, values are
     skipped (the common superseded batch is dropped without a full decode)."""
@@ -174,7 +196,7 @@ def build_offset_map(pieces: Sequence[Piece], max_entries: int) -> OffsetMapResu
         for header, batch in iter_segment_batches(piece.fd, piece.size):
             if header.is_control:
                 continue
-            for key, offset, _ in _scan_records(header, batch):
+            for key, offset, _ in _scan_or_none(header, batch) or ():
                 n += 1
                 if key is not None:
                     seg_map[key] = offset
@@ -256,7 +278,9 @@ def filter_batch(
         return batch, header.records_count, None
     old_horizon = header.base_timestamp if header.has_delete_horizon else None
     drop_tombstones = old_horizon is not None and rules.now_ms >= old_horizon
-    scanned = _scan_records(header, batch)
+    scanned = _scan_or_none(header, batch)
+    if scanned is None:
+        return batch, header.records_count, old_horizon
     keep: list[int] = []
     tombstones = False
     for i, (key, offset, tombstone) in enumerate(scanned):

@@ -36,7 +36,7 @@ from kafkad.daemon.groups.config import OFFSETS_TOPIC
 from kafkad.daemon.groups.records import partition_for
 from kafkad.daemon.groups.store import KeyValue
 from kafkad.protocol.errors import ErrorCode, KafkaError
-from kafkad.storage.records import iter_batches
+from kafkad.storage.records import decode_batch, iter_headers
 from kafkad.storage.records.batch import (
     ATTRIBUTES_OFFSET,
     BATCH_OVERHEAD,
@@ -254,11 +254,22 @@ def _replay_partition(part: PartitionLike) -> Iterator[KeyValue]:
             break
         data = b"".join(s.read() for s in result.slices)
         last = offset - 1
-        for batch in iter_batches(data, verify_crc=False):
-            last = batch.header.last_offset
-            if batch.header.is_control:
+        for header in iter_headers(data):
+            last = header.last_offset
+            if header.is_control:
                 continue
-            for rec in batch.records:
+            try:  # decompression is bounded (codecs.MAX_DECOMPRESSED_BYTES): a bomb raises
+                records = decode_batch(data, header.position).records
+            except KafkaError as exc:
+                log.warning(
+                    "%s: batch at offsets %d-%d cannot be decoded, skipped: %s",
+                    OFFSETS_TOPIC,
+                    header.base_offset,
+                    last,
+                    exc,
+                )
+                continue
+            for rec in records:
                 if rec.offset >= offset and rec.key is not None:
                     yield rec.key, rec.value
         if last < offset:

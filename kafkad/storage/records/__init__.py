@@ -20,7 +20,12 @@ from kafkad.storage.records.builder import (
     build_control_batch,
     encode_record,
 )
-from kafkad.storage.records.codecs import compress, decompress
+from kafkad.storage.records.codecs import (
+    MAX_DECOMPRESSED_BYTES,
+    DecompressedSizeExceeded,
+    compress,
+    decompress,
+)
 from kafkad.storage.records.records import (
     ControlRecord,
     ControlRecordType,
@@ -34,11 +39,13 @@ from kafkad.storage.records.records import (
 
 __all__ = [
     "BATCH_OVERHEAD",
+    "MAX_DECOMPRESSED_BYTES",
     "BatchHeader",
     "Compression",
     "ControlRecord",
     "ControlRecordType",
     "DecodedBatch",
+    "DecompressedSizeExceeded",
     "Record",
     "SimpleRecord",
     "TimestampType",

@@ -8,11 +8,21 @@ A compressed v2 batch holds its records as one blob after the 61-byte header. Fo
 - lz4: the LZ4 frame format (KafkaLZ4BlockOutputStream, correct header checksum for magic 2).
 - zstd: a zstd frame, possibly without a content size (streamed by zstd-jni).
 Errors in compressed data raise KafkaError(CORRUPT_MESSAGE).
+
+Bounded output: batches come from clients, and 1 MiB of zstd can declare gigabytes of zeros (a
+"decompression bomb"). `decompress` never materializes more than `max_size` bytes (default
+MAX_DECOMPRESSED_BYTES): gzip, lz4 and zstd decompress with cramjam's `decompress_into` into a
+preallocated buffer, which fails as soon as the buffer is full (cramjam's message "failed to write
+whole buffer"); the buffer starts at the frame's declared content size when zstd/lz4 carry one (else
+a few times the input) and doubles up to `max_size`, so legitimate batches pay at most one extra pass.
+Snappy declares each block's length up front (`decompress_raw_len`), checked before decoding it.
+Going over the limit raises DecompressedSizeExceeded, a KafkaError(CORRUPT_MESSAGE).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import cramjam
 
@@ -24,6 +34,28 @@ _XERIAL_HEADER_SIZE = 16  # magic + version i32 + compatible version i32
 _INT32 = struct.Struct(">i")
 
 Buffer = bytes | bytearray | memoryview
+
+# Largest decompressed records blob accepted. Kafka has no cap (it streams records), but it also never
+# holds a whole decompressed batch; here the blob is decompressed in one piece, so it must fit in memory
+# next to a ~40 MB broker. 64 MiB is 64x the default message.max.bytes (1 MiB, the largest compressed
+# batch a client may send): real record data compresses 2-10x, and clients build batches of at most
+# a few MB uncompressed (Java batch.size 16 KiB, librdkafka batch.size 1 MB), so only a bomb gets here.
+MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
+_MIN_GUESS = 64 * 1024  # first output buffer without a declared size: max(this, 4x the input)
+_GUESS_RATIO = 4
+_FULL_BUFFER = "failed to write whole buffer"  # cramjam's error when decompress_into runs out of room
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+
+class DecompressedSizeExceeded(KafkaError):
+    """A compressed records blob expands to more than the allowed size (a decompression bomb)."""
+
+    def __init__(self, codec: Compression, limit: int) -> None:
+        super().__init__(
+            ErrorCode.CORRUPT_MESSAGE, f"{codec.name} data decompresses to more than {limit} bytes"
+        )
+        self.limit = limit
 
 
 def compress(codec: Compression, data: Buffer) -> bytes:
@@ -42,37 +74,91 @@ def compress(codec: Compression, data: Buffer) -> bytes:
     raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"codec {codec}")
 
 
-def decompress(codec: Compression, data: Buffer) -> bytes:
-    """Inverse of `compress`, accepting every framing real clients send."""
+def decompress(codec: Compression, data: Buffer, max_size: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Inverse of `compress`, accepting every framing real clients send; never more than `max_size`
+    bytes of output (DecompressedSizeExceeded past it, with at most `max_size` bytes allocated)."""
     try:
         match codec:
             case Compression.NONE:
                 return bytes(data)
             case Compression.GZIP:
-                return bytes(cramjam.gzip.decompress(data))
+                return _bounded(codec, cramjam.gzip.decompress_into, data, None, max_size)
             case Compression.SNAPPY:
-                return _snappy_decompress(data)
+                return _snappy_decompress(data, max_size)
             case Compression.LZ4:
-                return bytes(cramjam.lz4.decompress(data))
+                hint = _lz4_content_size(data)
+                return _bounded(codec, cramjam.lz4.decompress_into, data, hint, max_size)
             case Compression.ZSTD:
-                return bytes(cramjam.zstd.decompress(data))
+                hint = _zstd_content_size(data)
+                return _bounded(codec, cramjam.zstd.decompress_into, data, hint, max_size)
     except cramjam.DecompressionError as exc:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{codec.name} data: {exc}") from exc
     raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"codec {codec}")
 
 
-def _snappy_decompress(data: Buffer) -> bytes:
+def _bounded(
+    codec: Compression,
+    decompress_into: Callable[[Buffer, bytearray], int],
+    data: Buffer,
+    hint: int | None,
+    max_size: int,
+) -> bytes:
+    """Decompress into a buffer that starts at `hint` (or a guess) and doubles up to `max_size`."""
+    if hint is not None and hint > max_size:
+        raise DecompressedSizeExceeded(codec, max_size)  # declared too big: not even tried
+    size = min(max_size, hint or max(_MIN_GUESS, _GUESS_RATIO * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            n = decompress_into(data, out)
+        except cramjam.DecompressionError as exc:
+            if _FULL_BUFFER not in str(exc):
+                raise
+            if size >= max_size:
+                raise DecompressedSizeExceeded(codec, max_size) from None
+            del out  # free before the bigger one: peak memory stays at one buffer
+            size = min(max_size, 2 * size)
+            continue
+        # decompress_into fills the buffer or fails, so n == size means the output fit exactly.
+        return bytes(memoryview(out)[:n])
+
+
+def _zstd_content_size(data: Buffer) -> int | None:
+    """Frame_Content_Size of the first zstd frame (RFC 8878 3.1.1.1), None when absent."""
+    if len(data) < 6 or bytes(data[:4]) != _ZSTD_MAGIC:
+        return None
+    fhd = data[4]
+    single_segment = (fhd >> 5) & 1
+    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[fhd & 3]
+    width = (single_segment, 2, 4, 8)[fhd >> 6]
+    if width == 0 or len(data) < pos + width:
+        return None
+    value = int.from_bytes(data[pos : pos + width], "little")
+    return value + 256 if width == 2 else value
+
+
+def _lz4_content_size(data: Buffer) -> int | None:
+    """Content Size of the first LZ4 frame (FLG bit 3), None when absent."""
+    if len(data) < 14 or bytes(data[:4]) != _LZ4_MAGIC or not data[4] & 0x08:
+        return None
+    return int.from_bytes(data[6:14], "little")
+
+
+def _snappy_decompress(data: Buffer, max_size: int) -> bytes:
     view = data if isinstance(data, memoryview) else memoryview(data)
     if bytes(view[: len(XERIAL_MAGIC)]) != XERIAL_MAGIC:
+        if cramjam.snappy.decompress_raw_len(view) > max_size:
+            raise DecompressedSizeExceeded(Compression.SNAPPY, max_size)
         return bytes(cramjam.snappy.decompress_raw(view))
-    return xerial_decompress(view)
+    return xerial_decompress(view, max_size)
 
 
-def xerial_decompress(view: memoryview) -> bytes:
+def xerial_decompress(view: memoryview, max_size: int = MAX_DECOMPRESSED_BYTES) -> bytes:
     """Decode snappy-java's stream framing: header, then length-prefixed raw snappy blocks."""
     if len(view) < _XERIAL_HEADER_SIZE:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "truncated xerial snappy header")
     out: list[bytes] = []
+    total = 0
     pos = _XERIAL_HEADER_SIZE
     end = len(view)
     while pos < end:
@@ -82,7 +168,11 @@ def xerial_decompress(view: memoryview) -> bytes:
         pos += 4
         if length < 0 or length > end - pos:
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"bad xerial snappy block length {length}")
-        out.append(bytes(cramjam.snappy.decompress_raw(view[pos : pos + length])))
+        block = view[pos : pos + length]
+        total += cramjam.snappy.decompress_raw_len(block)  # declared, checked before decoding
+        if total > max_size:
+            raise DecompressedSizeExceeded(Compression.SNAPPY, max_size)
+        out.append(bytes(cramjam.snappy.decompress_raw(block)))
         pos += length
     return b"".join(out)
 

@@ -10,7 +10,9 @@ Per record it decodes the length (to find the next record), skips attributes and
 iff bit 0 of its *first* byte is set, and a negative keyLen is a null key (Kafka reads any keyLen < 0 as
 null). Key, value and headers are never read; no record objects are built.
 
-A compressed batch's records blob is decompressed first with the codecs of codecs.py.
+A compressed batch's records blob is decompressed first with the codecs of codecs.py, never to more than
+`max_size` bytes (a decompression bomb raises DecompressedSizeExceeded, a KafkaError(CORRUPT_MESSAGE),
+so the produce handler refuses the partition with nothing appended).
 
 Control batches (transaction markers) are exempt, as in Kafka. Framing that cannot be walked (a record
 running past the end, too few or too many bytes for recordsCount) raises KafkaError(INVALID_RECORD);
@@ -31,24 +33,24 @@ from kafkad.storage.records.batch import (
     Buffer,
     Compression,
 )
-from kafkad.storage.records.codecs import decompress
+from kafkad.storage.records.codecs import MAX_DECOMPRESSED_BYTES, decompress
 
 # Header fields used here: batchLength (index 1), attributes (5), recordsCount (12).
 _unpack_header_from = HEADER_STRUCT.unpack_from
 
 
-def first_null_key(batch: Buffer, pos: int = 0) -> int | None:
+def first_null_key(batch: Buffer, pos: int = 0, max_size: int = MAX_DECOMPRESSED_BYTES) -> int | None:
     """Index within the batch at `pos` of its first record with a null key; None if every key is set."""
-    found = _scan(batch, pos, first_only=True)
+    found = _scan(batch, pos, max_size, first_only=True)
     return found[0] if found else None
 
 
-def null_key_indexes(batch: Buffer, pos: int = 0) -> list[int]:
+def null_key_indexes(batch: Buffer, pos: int = 0, max_size: int = MAX_DECOMPRESSED_BYTES) -> list[int]:
     """Indexes within the batch at `pos` of all its records with a null key (Kafka reports each one)."""
-    return _scan(batch, pos, first_only=False)
+    return _scan(batch, pos, max_size, first_only=False)
 
 
-def _scan(batch: Buffer, pos: int, *, first_only: bool) -> list[int]:
+def _scan(batch: Buffer, pos: int, max_size: int, *, first_only: bool) -> list[int]:
     fields = _unpack_header_from(batch, pos)
     attributes = fields[5]
     if attributes & CONTROL_FLAG:
@@ -65,7 +67,7 @@ def _scan(batch: Buffer, pos: int, *, first_only: bool) -> list[int]:
         if codec > Compression.ZSTD:
             raise KafkaError(ErrorCode.INVALID_RECORD, f"unknown compression type id {codec}")
         view = batch if isinstance(batch, memoryview) else memoryview(batch)
-        data = decompress(Compression(codec), view[pos + BATCH_OVERHEAD : end])
+        data = decompress(Compression(codec), view[pos + BATCH_OVERHEAD : end], max_size)
     if count < 0 or count * MIN_RECORD_SIZE > len(data):
         raise KafkaError(ErrorCode.INVALID_RECORD, f"{count} records cannot fit in {len(data)} bytes")
     return _walk(data, count, first_only)

@@ -29,7 +29,7 @@ from kafkad.storage.records.batch import (
     increment_sequence,
     read_header,
 )
-from kafkad.storage.records.codecs import decompress
+from kafkad.storage.records.codecs import MAX_DECOMPRESSED_BYTES, decompress
 from kafkad.storage.records.varint import read_varint
 
 _CONTROL_KEY = struct.Struct(">hh")
@@ -92,8 +92,11 @@ def is_crc_valid(buf: Buffer, header: BatchHeader) -> bool:
     return compute_crc(buf, header.position, header.size) == header.crc
 
 
-def decode_batch(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> DecodedBatch:
-    """Decode the batch at `pos` and all its records (decompressing them)."""
+def decode_batch(
+    buf: Buffer, pos: int = 0, *, verify_crc: bool = False, max_size: int = MAX_DECOMPRESSED_BYTES
+) -> DecodedBatch:
+    """Decode the batch at `pos` and all its records (decompressing them to at most `max_size` bytes:
+    DecompressedSizeExceeded past it)."""
     header = read_header(buf, pos)
     size = header.size
     if size < BATCH_OVERHEAD or pos + size > len(buf):
@@ -101,7 +104,7 @@ def decode_batch(buf: Buffer, pos: int = 0, *, verify_crc: bool = False) -> Deco
     if verify_crc and not is_crc_valid(buf, header):
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"CRC mismatch in record batch at {pos}")
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
-    data = decompress(header.compression, view[pos + BATCH_OVERHEAD : pos + size])
+    data = decompress(header.compression, view[pos + BATCH_OVERHEAD : pos + size], max_size)
     return DecodedBatch(header, _decode_records(header, data))
 
 

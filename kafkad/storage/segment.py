@@ -4,10 +4,11 @@ The `.log` holds record batches exactly as stored on the wire, appended with os.
 (sequential, through the page cache). Reads never copy: `read()` returns a FileSlice over that fd and
 the connection sendfiles it.
 
-Finding a position (`locate`, the fetch path): the active segment keeps a tail ring, two parallel lists
-of (last offset, start position) of each append since its next-to-last offset index entry (the indexed
-append itself first), so it always covers at least index.interval.bytes before the log end whatever
-the phase of the index. A tail fetch bisects it and reads one 27-byte header. Anything else is an
+Finding a position (`locate`, the fetch path): the active segment keeps a tail ring of (last offset,
+start position) of each append, in two generations of two parallel lists: the appends since the last
+offset index entry (the indexed append first) and those of the interval before it, so the ring always
+covers at least index.interval.bytes before the log end whatever the phase of the index. A new index
+entry just shifts the generations. A tail fetch bisects and reads one 27-byte header. Anything else is an
 offset-index lookup (binary search over the mmap) then a walk over the batch headers from that position,
 in memory over 16 KiB preads (the walk covers about index.interval.bytes, never one pread per batch).
 The ring is only a cache, never on disk: it starts empty (open, recovery, cleaned segments), is cleared
@@ -76,9 +77,10 @@ class LogSegment:
         self._rolling_ts: int | None = None
         self.deleted = False
         # Tail ring (module docstring): parallel lists, so an append adds two list.append calls.
-        self._ring_offsets: list[int] = []
+        self._ring_offsets: list[int] = []  # since the last index entry
         self._ring_positions: list[int] = []
-        self._ring_mark = 0  # where the appends since the last index entry start in the ring
+        self._older_offsets: list[int] = []  # the interval before, ending just before _ring_offsets[0]
+        self._older_positions: list[int] = []
         if self.time_index.entries:
             self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry()
 
@@ -119,6 +121,13 @@ class LogSegment:
                 return None  # past the last batch of the segment
             if i:  # appends i-1 and i are consecutive: the batch is in append i
                 return self._walk(self._ring_positions[i], offset, _PREFIX.size)
+            older = self._older_offsets
+            if older:
+                i = bisect_right(older, offset - 1)
+                if i == len(older):  # after the older generation: in the first append of the ring
+                    return self._walk(self._ring_positions[0], offset, _PREFIX.size)
+                if i:
+                    return self._walk(self._older_positions[i], offset, _PREFIX.size)
         return self._walk(self.offset_index.lookup(offset)[1], offset, _CHUNK)
 
     def _walk(self, position: int, offset: int, first_read: int) -> tuple[int, int] | None:
@@ -278,26 +287,17 @@ class LogSegment:
             if max_ts >= 0:  # the time index ignores a timestamp <= its newest entry's
                 self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = size
-            self._ring_shift(largest_offset, position)
+            # Tail ring: the generations shift; this append opens the new one.
+            self._older_offsets, self._older_positions = self._ring_offsets, self._ring_positions
+            self._ring_offsets, self._ring_positions = [largest_offset], [position]
         else:
             self.bytes_since_last_index_entry = since + size
             offsets = self._ring_offsets
             offsets.append(largest_offset)
             self._ring_positions.append(position)
-            if len(offsets) > _RING_MAX:  # only with a large index.interval.bytes
-                self._ring_drop(_RING_MAX // 2)
-
-    def _ring_shift(self, largest_offset: int, position: int) -> None:
-        """A new index entry (the append at `position`): drop the interval before the previous entry."""
-        self._ring_drop(self._ring_mark)
-        self._ring_mark = len(self._ring_offsets)
-        self._ring_offsets.append(largest_offset)
-        self._ring_positions.append(position)
-
-    def _ring_drop(self, count: int) -> None:
-        """Forget the `count` oldest appends of the ring (the rest stay consecutive up to the log end)."""
-        del self._ring_offsets[:count], self._ring_positions[:count]
-        self._ring_mark = max(0, self._ring_mark - count)
+            if len(offsets) >= _RING_MAX:  # only with a large index.interval.bytes: shift as if indexed
+                self._older_offsets, self._older_positions = offsets, self._ring_positions
+                self._ring_offsets, self._ring_positions = [], []
 
     def truncate_to(self, offset: int) -> int:
         """Remove batches with offsets >= `offset` (batch boundaries); returns bytes removed."""
@@ -410,9 +410,8 @@ class LogSegment:
 
     def clear_tail_ring(self) -> None:
         """Forget the tail ring: `locate` asks the offset index until the next appends refill it."""
-        self._ring_offsets = []
-        self._ring_positions = []
-        self._ring_mark = 0
+        self._ring_offsets, self._ring_positions = [], []
+        self._older_offsets, self._older_positions = [], []
 
     def resize_indexes(self, size: int) -> None:
         self.offset_index.resize(size)
@@ -477,5 +476,5 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 _PREFIX = struct.Struct(">qiibIhi")
 # The header walk reads this much per pread: one read covers index.interval.bytes (4 KiB) of small batches.
 _CHUNK = 16 * 1024
-# Bound of the tail ring (2 lists of ints) for a large index.interval.bytes (4 KiB default: <= ~140).
-_RING_MAX = 1024
+# Bound of a tail ring generation for a large index.interval.bytes (4 KiB default: <= ~70 appends).
+_RING_MAX = 512

@@ -97,7 +97,8 @@ def test_every_offset_resolves_and_the_tail_never_asks_the_index(tmp_path: Path)
     w = small_batches(tmp_path)
     assert w.seg.offset_index.entries > 5  # several index intervals of small batches
     smallest = min(size for _, size, _, _ in w.layout)
-    assert len(w.seg._ring_offsets) <= 2 * (4096 // smallest + 2)  # about two index intervals, no more
+    ring = len(w.seg._ring_offsets) + len(w.seg._older_offsets)
+    assert ring <= 2 * (4096 // smallest + 2)  # about two index intervals, no more
     calls = count_lookups(w.seg)
     check_all(w.seg, w.layout)
     # the last index.interval.bytes of the log are answered by the ring alone
@@ -156,8 +157,11 @@ def test_ring_stays_bounded_with_a_huge_index_interval(tmp_path: Path) -> None:
     w = Writer(new_segment(tmp_path, interval=1 << 30), BASE)
     for _ in range(segment_module._RING_MAX * 2 + 7):
         w.append([1], value_size=1)
-    assert len(w.seg._ring_offsets) <= segment_module._RING_MAX
-    assert len(w.seg._ring_offsets) == len(w.seg._ring_positions)
+    for offsets, positions in (
+        (w.seg._ring_offsets, w.seg._ring_positions),
+        (w.seg._older_offsets, w.seg._older_positions),
+    ):
+        assert len(offsets) == len(positions) <= segment_module._RING_MAX
     check_all(w.seg, w.layout)
 
 
@@ -186,7 +190,9 @@ def test_truncation_inside_a_multi_batch_append(tmp_path: Path) -> None:
 def test_roll_drops_the_ring_and_the_closed_segment_still_resolves(tmp_path: Path) -> None:
     w = small_batches(tmp_path)
     w.seg.on_becoming_inactive()
-    assert w.seg._ring_offsets == [] and w.seg._ring_positions == []
+    assert (
+        w.seg._ring_offsets == w.seg._ring_positions == w.seg._older_offsets == w.seg._older_positions == []
+    )
     check_all(w.seg, w.layout)
 
 
@@ -200,7 +206,7 @@ def test_reopen_or_recover_starts_with_an_empty_ring(tmp_path: Path, recover: bo
             f.write(b"\x00" * 20)  # a torn tail that recovery cuts
         seg.size = os.path.getsize(seg.log_path)
         seg.recover()
-    assert seg._ring_offsets == []
+    assert seg._ring_offsets == seg._older_offsets == []
     w.seg = seg
     check_all(seg, w.layout)
     for i in range(150):

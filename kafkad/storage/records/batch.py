@@ -157,9 +157,11 @@ def header_from(position: int, fields: tuple[int, ...]) -> BatchHeader:
 
 
 def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
-    """Parse the header at `pos` without checking the CRC or the batch length.
+    """Parse the header at `pos` without checking the CRC or whether the batch fits the buffer.
 
-    Raises KafkaError(CORRUPT_MESSAGE) if fewer than 61 bytes remain or the magic is not 2.
+    Raises KafkaError(CORRUPT_MESSAGE) if fewer than 61 bytes remain, the magic is not 2 or batchLength is
+    below the header's own size (INVALID_RECORD if negative, as validation answers): a batch of size <= 12
+    would stall every walk that steps by `size`.
     """
     if len(buf) - pos < BATCH_OVERHEAD or pos < 0:
         raise KafkaError(
@@ -170,6 +172,15 @@ def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     if fields[3] != MAGIC:
         raise KafkaError(
             ErrorCode.CORRUPT_MESSAGE, f"record batch at {pos} has magic {fields[3]}, expected 2"
+        )
+    batch_length = fields[1]
+    if batch_length < BATCH_OVERHEAD - LOG_OVERHEAD:
+        if batch_length < 0:
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"negative batchLength {batch_length} at {pos}")
+        raise KafkaError(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"record batch at {pos} is {batch_length + LOG_OVERHEAD} bytes, "
+            f"less than the {BATCH_OVERHEAD}-byte overhead",
         )
     return _new_tuple(BatchHeader, (pos, *fields))
 
@@ -201,15 +212,8 @@ def compute_crc(buf: Buffer, pos: int, size: int) -> int:
 def _check_batch(buf: memoryview, pos: int, *, allow_control: bool) -> BatchHeader:
     remaining = len(buf) - pos
     header = read_header(buf, pos)
-    batch_length = header.batch_length
-    if batch_length < 0:
-        raise KafkaError(ErrorCode.INVALID_RECORD, f"negative batchLength {batch_length} at {pos}")
+    batch_length = header.batch_length  # read_header refused a length below the header's own
     size = batch_length + LOG_OVERHEAD
-    if size < BATCH_OVERHEAD:
-        raise KafkaError(
-            ErrorCode.CORRUPT_MESSAGE,
-            f"record batch at {pos} is {size} bytes, less than the {BATCH_OVERHEAD}-byte overhead",
-        )
     if size > remaining:
         raise KafkaError(
             ErrorCode.INVALID_RECORD,

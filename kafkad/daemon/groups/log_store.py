@@ -57,6 +57,9 @@ _PARTITION_CACHE_MAX = 65536
 # One template batch per offset key (group, topic, partition): ~200 bytes each. Dropped wholesale when
 # full, which only costs re-encoding.
 _TEMPLATE_CACHE_MAX = 16384
+# Only small values get a template: offset commits (tens of bytes). Group metadata carries every member's
+# assignment and changes size on each rebalance; caching it would hold a copy per group for no gain.
+_TEMPLATE_VALUE_MAX = 256
 
 
 class PartitionLike(Protocol):
@@ -187,6 +190,8 @@ class LogGroupStore:
         cached = self._templates.get(key)
         if cached is None or cached[1] != len(value):
             batch = _offsets_batch(((key, value),), timestamp)
+            if len(value) > _TEMPLATE_VALUE_MAX:
+                return batch
             if len(self._templates) >= _TEMPLATE_CACHE_MAX:
                 self._templates.clear()
             self._templates[key] = (bytes(batch), len(value))

@@ -213,6 +213,18 @@ def test_every_batch_is_what_the_storage_builder_makes_of_the_records() -> None:
     assert value is not None and (value.offset, value.commit_timestamp) == (6, 15)
 
 
+def test_only_small_values_get_a_cached_template() -> None:
+    from kafkad.daemon.groups.records import OffsetValue
+    from kafkad.daemon.groups.store import offset_record
+
+    store = LogGroupStore(_Replicas(), ManualClock(), 1, 1 << 20)
+    asyncio.run(store.ensure_topic())
+    store.write("g", [offset_record("g", "t", 0, OffsetValue(1, -1, "", 10))])
+    store.write("g", [offset_record("g", "t", 1, OffsetValue(1, -1, "x" * 1000, 10))])  # e.g. group metadata
+    cached_sizes = [size for _batch, size in store._templates.values()]
+    assert len(cached_sizes) == 1 and cached_sizes[0] < 256
+
+
 def test_close_stops_a_creation_in_progress() -> None:
     replicas = _Replicas()
     store = LogGroupStore(replicas, ManualClock(), 50, 1 << 20)

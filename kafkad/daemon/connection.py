@@ -341,7 +341,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if len(self._slots) <= self._max_queued // 2:
                     self._resume_reading()
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the writer itself is being stopped (connection closed, shutdown)
+            # A handler's Task was cancelled by someone else (e.g. a service closing): that request has no
+            # answer, and later ones may not overtake it, so the connection goes; the client retries.
+            log.warning("%s: a request's handler was cancelled; closing the connection", self.peer)
+            self._close()
         except CloseConnection as e:
             log.info("%s: closing connection: %s", self.peer, e)
             self._close()

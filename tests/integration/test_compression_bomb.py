@@ -47,9 +47,8 @@ def _zstd_bomb(expanded: int = EXPANDED) -> bytes:
 
 
 def _gzip_bomb(expanded: int = EXPANDED) -> bytes:
-    c = zlib.compressobj(9, zlib.DEFLATED, 31)
-    chunk = bytes(MiB)
-    return b"".join(c.compress(chunk) for _ in range(expanded // MiB)) + c.flush()
+    # Members of 1 MiB each: the ISIZE trailer (the last member's) understates the total.
+    return zlib.compress(bytes(MiB), wbits=31) * (expanded // MiB)
 
 
 def _lz4_bomb(expanded: int = EXPANDED) -> bytes:

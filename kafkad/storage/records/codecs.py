@@ -13,8 +13,9 @@ Bounded output: batches come from clients, and 1 MiB of zstd can declare gigabyt
 "decompression bomb"). `decompress` never materializes more than `max_size` bytes (default
 MAX_DECOMPRESSED_BYTES): gzip, lz4 and zstd decompress with cramjam's `decompress_into` into a
 preallocated buffer, which fails as soon as the buffer is full (cramjam's message "failed to write
-whole buffer"); the buffer starts at the frame's declared content size when zstd/lz4 carry one (else
-a few times the input) and doubles up to `max_size`, so legitimate batches pay at most one extra pass.
+whole buffer"). The buffer starts at the declared size (the first zstd/lz4 frame's content size when
+present, gzip's ISIZE trailer; one over the limit fails before decoding), else at a few times the
+input, and doubles up to `max_size`: an undeclared size costs about one extra pass at most.
 Snappy declares each block's length up front (`decompress_raw_len`), checked before decoding it.
 Going over the limit raises DecompressedSizeExceeded, a KafkaError(CORRUPT_MESSAGE).
 """
@@ -41,9 +42,10 @@ Buffer = bytes | bytearray | memoryview
 # batch a client may send): real record data compresses 2-10x, and clients build batches of at most
 # a few MB uncompressed (Java batch.size 16 KiB, librdkafka batch.size 1 MB), so only a bomb gets here.
 MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
-_MIN_GUESS = 64 * 1024  # first output buffer without a declared size: max(this, 4x the input)
-_GUESS_RATIO = 4
+_MIN_GUESS = 64 * 1024  # first output buffer without a declared size: max(this, 8x the input)
+_GUESS_RATIO = 8
 _FULL_BUFFER = "failed to write whole buffer"  # cramjam's error when decompress_into runs out of room
+_GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
@@ -82,7 +84,8 @@ def decompress(codec: Compression, data: Buffer, max_size: int = MAX_DECOMPRESSE
             case Compression.NONE:
                 return bytes(data)
             case Compression.GZIP:
-                return _bounded(codec, cramjam.gzip.decompress_into, data, None, max_size)
+                hint = _gzip_size(data)
+                return _bounded(codec, cramjam.gzip.decompress_into, data, hint, max_size)
             case Compression.SNAPPY:
                 return _snappy_decompress(data, max_size)
             case Compression.LZ4:
@@ -106,7 +109,8 @@ def _bounded(
     """Decompress into a buffer that starts at `hint` (or a guess) and doubles up to `max_size`."""
     if hint is not None and hint > max_size:
         raise DecompressedSizeExceeded(codec, max_size)  # declared too big: not even tried
-    size = min(max_size, hint or max(_MIN_GUESS, _GUESS_RATIO * len(data)))
+    guess = hint if hint is not None else _GUESS_RATIO * len(data)
+    size = min(max_size, max(_MIN_GUESS, guess))
     while True:
         out = bytearray(size)
         try:
@@ -121,6 +125,14 @@ def _bounded(
             continue
         # decompress_into fills the buffer or fails, so n == size means the output fit exactly.
         return bytes(memoryview(out)[:n])
+
+
+def _gzip_size(data: Buffer) -> int | None:
+    """ISIZE of the last gzip member (RFC 1952: the trailer's uncompressed size mod 2**32), which the
+    decoder verifies; a lower bound of the output, so one over the limit already fails."""
+    if len(data) < 18 or bytes(data[:2]) != _GZIP_MAGIC:
+        return None
+    return int.from_bytes(data[len(data) - 4 :], "little")
 
 
 def _zstd_content_size(data: Buffer) -> int | None:

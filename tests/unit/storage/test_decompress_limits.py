@@ -24,6 +24,7 @@ import cramjam
 import pytest
 from crc32c import crc32c
 
+from kafkad.clock import ManualClock
 from kafkad.daemon.groups import log_store
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage import cleaner_rewrite
@@ -38,11 +39,13 @@ from kafkad.storage.records import (
     compress,
     decode_batch,
     decompress,
+    iter_headers,
     read_header,
 )
 from kafkad.storage.records.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_STRUCT, LOG_OVERHEAD
 from kafkad.storage.records.codecs import XERIAL_MAGIC, xerial_compress
 from kafkad.storage.records.key_check import first_null_key, null_key_indexes
+from tests.unit.storage.test_cleaner_support import cleaner_for, keyed, open_compacted, produce
 
 MiB = 1 << 20
 LIMIT = MiB
@@ -304,3 +307,33 @@ def test_offsets_replay_skips_an_undecodable_batch_and_keeps_going(
         replayed: Iterator[tuple[bytes, bytes | None]] = log_store._replay_partition(part)
         assert list(replayed) == [(b"a", b"1")]
     assert "offsets 0-999 cannot be decoded, skipped" in caplog.text
+
+
+def test_cleaning_a_log_holding_a_bomb_compacts_around_it_and_keeps_it_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bomb can only reach a compacted log through a topic altered from delete: every pass keeps it."""
+    monkeypatch.setattr(cleaner_rewrite, "decompress", functools.partial(decompress, max_size=LIMIT))
+    clock = ManualClock()
+    plog = open_compacted(tmp_path, clock)
+    produce(plog, clock, keyed(5, 3))
+    bomb = bytearray(bomb_batch(Compression.ZSTD, zstd_bomb(8 * LIMIT)))
+    plog.append(memoryview(bomb), leader_epoch=0, now_ms=clock.time_ms())
+    produce(plog, clock, keyed(5, 3, tag="w"))
+    plog.high_watermark = plog.log_end_offset
+    plog.roll()
+
+    def bombs() -> list[bytes]:
+        data = b"".join(seg.log_path.read_bytes() for seg, _ in plog.cleanable_segments())
+        return [data[h.position : h.position + h.size] for h in iter_headers(data) if h.records_count == 1000]
+
+    [stored] = bombs()
+    with caplog.at_level(logging.WARNING, logger="kafkad.storage.cleaner_rewrite"):
+        stats = cleaner_for(plog, clock).clean_all_now()
+    assert len(stats) == 1 and stats[0].completed
+    assert bombs() == [stored]  # byte for byte, offsets included
+    assert "cannot be decoded, kept as is" in caplog.text
+    data = b"".join(seg.log_path.read_bytes() for seg, _ in plog.cleanable_segments())
+    others = [h for h in iter_headers(data) if h.records_count != 1000]
+    kept = [(r.key, r.value) for h in others for r in decode_batch(data, h.position).records]
+    assert sorted(kept) == sorted((f"k{k}".encode(), f"w2-{k}".encode()) for k in range(5))

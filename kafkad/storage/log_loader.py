@@ -4,7 +4,9 @@
 then removes leftovers (`*.deleted`, `*.tmp`, `*.cleaned`, `*.swap`, indexes without a
 log), opens every `NNNNNNNNNNNNNNNNNNNN.log` in base-offset order and decides per segment:
 - recovery requested (unclean shutdown) and the segment may hold offsets >= the recovery point ->
-  `LogSegment.recover()` (valid prefix, torn tail truncated, indexes rebuilt);
+  `LogSegment.recover(recovery_point)` (valid prefix, torn tail truncated, indexes rebuilt; the
+  batches below the recovery point were fsynced, so only their headers are walked, and the CRC check
+  starts at the first batch reaching it: a crash costs a CRC pass over the unflushed data only);
 - otherwise trust it, but recover anyway if an index file is missing or fails its sanity check.
 A segment whose tail was truncated makes every later segment unreachable: they are deleted (Kafka).
 Only the recovered suffix's batch headers are returned (leader epochs and producer state are
@@ -90,6 +92,9 @@ def load_segments(
         seg = new_segment(base)
         next_base = bases[i + 1] if i + 1 < len(bases) else None
         must_recover = recover and (next_base is None or next_base > recovery_point)
+        # The fsynced batches below the recovery point skip their CRC, except in a segment whose
+        # index failed its checks (something else went wrong there: check it all).
+        flushed_until = recovery_point if must_recover else -1
         if not must_recover and seg.size:
             try:
                 if not has_index:
@@ -102,7 +107,7 @@ def load_segments(
         if not must_recover:
             out.first_recovered, out.recovered = None, []  # only a recovered suffix is useful
             continue
-        headers, truncated = seg.recover()
+        headers, truncated = seg.recover(flushed_until)
         stats.recovered_segments += 1
         stats.recovered_bytes += seg.size + truncated
         stats.truncated_bytes += truncated

@@ -39,8 +39,8 @@ from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.checkpoints import remove_quietly
 from kafkad.storage.file_slice import FileSlice
 from kafkad.storage.offset_index import OffsetIndex
-from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, decode_batch, scan_valid_prefix
-from kafkad.storage.records.batch import LOG_OVERHEAD, read_header_at
+from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, decode_batch, header_from, scan_valid_prefix
+from kafkad.storage.records.batch import HEADER_STRUCT, LOG_OVERHEAD, MAGIC, read_header_at
 from kafkad.storage.time_index import TimeIndex
 
 log = logging.getLogger(__name__)
@@ -322,10 +322,13 @@ class LogSegment:
             self.offset_of_max_timestamp = self.base_offset
         self.read_next_offset()  # folds in the batches after the last time index entry
 
-    def recover(self) -> tuple[list[BatchHeader], int]:
+    def recover(self, flushed_until: int = -1) -> tuple[list[BatchHeader], int]:
         """Blocking: keep the valid prefix of `.log`, truncate the rest, rebuild both indexes.
 
-        Returns the headers of the kept batches and the number of bytes truncated.
+        `flushed_until` (the log's recovery point): the batches wholly below it were fsynced before the
+        crash, so their headers are walked (structure and offsets checked) but their CRC is not
+        recomputed; every batch from the first one reaching it on is CRC-checked. Returns the headers
+        of the kept batches and the number of bytes truncated.
         """
         self.offset_index.reset()
         self.time_index.reset()
@@ -335,15 +338,17 @@ class LogSegment:
         size = os.fstat(self._fd).st_size
         headers: list[BatchHeader] = []
         valid = 0
-        if size:
-            # MAP_POPULATE: fault the whole file in at once instead of a page fault per 4 KiB.
-            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-            with mmap.mmap(self._fd, size, flags=flags, prot=mmap.PROT_READ) as mm:
+        if size and flushed_until > self.base_offset:
+            # No MAP_POPULATE: the walk touches one page per batch header.
+            with mmap.mmap(self._fd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ) as mm:
                 view = memoryview(mm)
                 try:
-                    headers, valid = scan_valid_prefix(view)
+                    headers, valid = _walk_flushed(view, flushed_until)
                 finally:
                     view.release()
+        if valid < size:
+            headers.extend(self._scan_from(valid, size, headers[-1] if headers else None))
+            valid = headers[-1].position + headers[-1].batch_length + LOG_OVERHEAD if headers else 0
         kept = self._index_recovered(headers)
         if kept < len(headers):  # a batch outside the segment's offsets: cut there
             headers, valid = headers[:kept], headers[kept].position
@@ -354,6 +359,29 @@ class LogSegment:
         self.size = valid
         self._rolling_ts = None
         return headers, truncated
+
+    def _scan_from(self, start: int, size: int, previous: BatchHeader | None) -> list[BatchHeader]:
+        """Headers of the CRC-valid batches from `start` on (positions in the file), in offset order
+        after `previous` (the batch just before `start`)."""
+        aligned = start - start % mmap.ALLOCATIONGRANULARITY
+        # MAP_POPULATE: fault the scanned range in at once instead of a page fault per 4 KiB.
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        with mmap.mmap(self._fd, size - aligned, flags=flags, prot=mmap.PROT_READ, offset=aligned) as mm:
+            view = memoryview(mm)
+            try:
+                with view[start - aligned :] as tail:
+                    found, _ = scan_valid_prefix(tail)
+            finally:
+                view.release()
+        if (
+            found
+            and previous is not None
+            and found[0].base_offset <= previous.base_offset + previous.last_offset_delta
+        ):
+            return []  # offsets go backwards at `start`: the log ends there
+        if start:
+            return [h._replace(position=h.position + start) for h in found]
+        return found
 
     def _index_recovered(self, headers: list[BatchHeader]) -> int:
         """`_index` of every recovered batch in one loop (recovery of a GiB is ~65k batches).
@@ -456,6 +484,34 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size})"
+
+
+def _walk_flushed(view: memoryview, flushed_until: int) -> tuple[list[BatchHeader], int]:
+    """Recovery's walk over the leading batches that end below `flushed_until` (fsynced, so no CRC):
+    their headers and where the walk stopped (at the first batch reaching it, or the first whose
+    header is not sane: short, wrong magic or offsets not increasing; the CRC scan starts there)."""
+    end = len(view)
+    headers: list[BatchHeader] = []
+    pos = 0
+    last_offset = -1
+    unpack = HEADER_STRUCT.unpack_from
+    while end - pos >= BATCH_OVERHEAD:
+        fields = unpack(view, pos)
+        base_offset, batch_length, _, magic, _, _, last_offset_delta = fields[:7]
+        size = batch_length + LOG_OVERHEAD
+        if (
+            base_offset + last_offset_delta >= flushed_until
+            or magic != MAGIC
+            or size < BATCH_OVERHEAD
+            or size > end - pos
+            or last_offset_delta < 0
+            or base_offset <= last_offset
+        ):
+            break
+        headers.append(header_from(pos, fields))
+        last_offset = base_offset + last_offset_delta
+        pos += size
+    return headers, pos
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:

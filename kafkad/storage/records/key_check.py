@@ -34,6 +34,7 @@ from kafkad.storage.records.batch import (
     Compression,
 )
 from kafkad.storage.records.codecs import MAX_DECOMPRESSED_BYTES, decompress
+from kafkad.storage.records.varint import read_varint
 
 # Header fields used here: batchLength (index 1), attributes (5), recordsCount (12).
 _unpack_header_from = HEADER_STRUCT.unpack_from
@@ -88,8 +89,8 @@ def _walk(data: bytes, count: int, first_only: bool) -> list[int]:
                 nxt = pos + 2 + (((b & 0x7F) | (data[pos + 1] << 7)) >> 1)
                 p = pos + 3
             else:  # a record of 8 KiB or more
-                length, after = _read_uvarint(data, pos)
-                nxt = after + (length >> 1)
+                length, after = read_varint(data, pos)  # negative lengths fail on `b & 1` below
+                nxt = after + length
                 p = after + 1
             if data[p] < 0x80:  # timestampDelta
                 p += 1
@@ -113,21 +114,6 @@ def _walk(data: bytes, count: int, first_only: bool) -> list[int]:
     if pos != len(data):
         raise KafkaError(ErrorCode.INVALID_RECORD, f"records end at {pos} of {len(data)} bytes")
     return found
-
-
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    """The raw (still zig-zagged) varint at `pos` and the position after it."""
-    value = 0
-    shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 63:
-            raise KafkaError(ErrorCode.INVALID_RECORD, f"varint longer than 10 bytes at {pos}")
 
 
 def _skip_varint(data: bytes, pos: int) -> int:

@@ -66,21 +66,24 @@ class SendfileWriter:
             self._tune()
         src, offset = chunk.fd, chunk.position
         end = offset + chunk.size
-        out = self._fd
-        sent = 0
+        offset = self._send_until_full(src, offset, end)
+        if offset < end:
+            await self._pump(src, offset, end)
+
+    def _send_until_full(self, src: int, offset: int, end: int) -> int:
+        """sendfile [offset, end) until done or the socket buffer is full; returns where it stopped."""
+        out, start = self._fd, offset
         try:
             while offset < end:
                 n = os.sendfile(out, src, offset, end - offset)
                 if n == 0:
                     raise ConnectionError(f"file ended {end - offset} bytes early (fd {src} at {offset})")
                 offset += n
-                sent += n
         except BlockingIOError:
             pass
         finally:
-            self.bytes_sent += sent
-        if offset < end:
-            await self._pump(src, offset, end)
+            self.bytes_sent += offset - start
+        return offset
 
     async def _pump(self, src: int, offset: int, end: int) -> None:
         """Send [offset, end) of src from the writability callback; returns when all of it is sent."""
@@ -100,23 +103,12 @@ class SendfileWriter:
         done = self._done
         if done is None or done.done():
             return
-        src, offset, end, out = self._src, self._offset, self._end, self._fd
-        sent = 0
+        end = self._end
         try:
-            while offset < end:
-                n = os.sendfile(out, src, offset, end - offset)
-                if n == 0:
-                    raise ConnectionError(f"file ended {end - offset} bytes early (fd {src} at {offset})")
-                offset += n
-                sent += n
-        except BlockingIOError:
-            pass
+            self._offset = offset = self._send_until_full(self._src, self._offset, end)
         except OSError as e:  # ConnectionError included: the awaiting send() raises it
             done.set_exception(e)
             return
-        finally:
-            self.bytes_sent += sent
-            self._offset = offset
         if offset >= end:
             done.set_result(None)
 

@@ -143,6 +143,21 @@ def scrape(mport: int) -> dict[str, float]:
 
 
 # --- 1. commit load -------------------------------------------------------------------------------
+def simple_commit_body(idx: int, offset: int) -> dict[str, Any]:
+    """OffsetCommit v7 body of connection `idx`'s "simple" (assign()-style, generation -1) commit."""
+    partition = {
+        "partition_index": idx % COMMIT_PARTITIONS,
+        "committed_offset": offset,
+        "committed_metadata": "",
+    }
+    return {
+        "group_id": f"bench-simple-{idx}",
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "topics": [{"name": COMMIT_TOPIC, "partitions": [partition]}],
+    }
+
+
 async def _committer(port: int, idx: int, rate: float, stop: MpEvent, counts: list[int]) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     corr, offset, period = 0, 0, 1.0 / rate
@@ -152,23 +167,7 @@ async def _committer(port: int, idx: int, rate: float, stop: MpEvent, counts: li
     while not stop.is_set():
         corr += 1
         offset += 1
-        body = {
-            "group_id": f"bench-simple-{idx}",
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "topics": [
-                {
-                    "name": COMMIT_TOPIC,
-                    "partitions": [
-                        {
-                            "partition_index": idx % COMMIT_PARTITIONS,
-                            "committed_offset": offset,
-                            "committed_metadata": "",
-                        }
-                    ],
-                }
-            ],
-        }
+        body = simple_commit_body(idx, offset)
         writer.write(encode_request(RequestHeader(ApiKey.OFFSET_COMMIT, 7, corr, "bench-commit"), body))
         (size,) = struct.unpack(">i", await reader.readexactly(4))
         _, resp = decode_response(ApiKey.OFFSET_COMMIT, 7, await reader.readexactly(size))

@@ -35,6 +35,7 @@ from tests.bench.bench_groups import (
     bench_broker,
     broker_cpu_s,
     fmt,
+    simple_commit_body,
     spread,
 )
 from tests.bench.profile import fold
@@ -117,23 +118,7 @@ def inproc(runs: int, number: int, cprofile: bool) -> None:
     from kafkad.storage.log_manager import LogManager
 
     def frame(idx: int, corr: int, offset: int) -> bytearray:
-        body = {
-            "group_id": f"bench-simple-{idx}",
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "topics": [
-                {
-                    "name": COMMIT_TOPIC,
-                    "partitions": [
-                        {
-                            "partition_index": idx % COMMIT_PARTITIONS,
-                            "committed_offset": offset,
-                            "committed_metadata": "",
-                        }
-                    ],
-                }
-            ],
-        }
+        body = simple_commit_body(idx, offset)
         req = encode_request(RequestHeader(ApiKey.OFFSET_COMMIT, 7, corr, "bench-commit"), body)
         return bytearray(req[4:])
 

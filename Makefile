@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the test tiers need: real kcat (librdkafka 2.0.2); libsystemd-dev + pkg-config to build
 # systemd-python; systemd for `systemd-analyze verify`; rpm to inspect the .rpm; iproute2 for the netns
 # tests; a JRE for Spark; Node.js + npm for kafkajs (installed only if the machine lacks npm).
-DEB_TEST_PACKAGES := kcat libsystemd-dev pkg-config systemd rpm iproute2 openjdk-17-jre-headless
+DEB_TEST_PACKAGES := kcat libsystemd-dev pkg-config systemd rpm iproute2 openjdk-17-jre-headless zookeeper nftables iputils-ping
 # Spark binds the loopback address, not eth0's (environment.md).
 export SPARK_LOCAL_IP := 127.0.0.1
 TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/packaging tests/spark \

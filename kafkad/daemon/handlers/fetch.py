@@ -21,6 +21,9 @@ from kafkad.replication.partition import Partition
 
 
 def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:
+    # Kafka's FetchResponse.partitionResponse: empty records (size 0), never null. librdkafka rejects
+    # the whole response on a null MessageSet ("invalid MessageSetSize -1") and so never sees the
+    # error: an out-of-range consumer would spin instead of resetting.
     return {
         "partition_index": index,
         "error_code": int(code),
@@ -29,7 +32,7 @@ def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:
         "log_start_offset": -1,
         "aborted_transactions": None,
         "preferred_read_replica": -1,
-        "records": None,
+        "records": b"",
     }
 
 

@@ -1,0 +1,156 @@
+"""What this broker knows of the cluster (cluster mode): the controller's UpdateMetadata, kept whole.
+
+Kafka's ZkMetadataCache: live brokers with their endpoints and rack, the state of every partition (leader,
+leader epoch, ISR, replicas, offline replicas, zkVersion), the controller id and epoch it last accepted, and
+this broker's own broker epoch (the czxid of its /brokers/ids/<id> registration, set by cluster_mode). Metadata
+and FindCoordinator answer from it in cluster mode; LeaderAndIsr's live_leaders and UpdateMetadata fill it.
+
+Runs on the event loop; every method is O(changes) or O(answer), never blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+# security_protocol codes on the wire (Kafka's SecurityProtocol ids)
+PLAINTEXT = 0
+
+
+class Endpoint(NamedTuple):
+    host: str
+    port: int
+    listener: str
+    security_protocol: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    id: int
+    endpoints: tuple[Endpoint, ...]
+    rack: str | None = None
+
+    def endpoint(self, listener: str | None = None) -> Endpoint | None:
+        """The endpoint on `listener` (None: the first one)."""
+        for ep in self.endpoints:
+            if listener is None or ep.listener == listener:
+                return ep
+        return None
+
+
+class PartitionState(NamedTuple):
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+    zk_version: int
+    controller_epoch: int
+
+
+def partition_state_from_wire(ps: Mapping[str, Any]) -> PartitionState:
+    """An UpdateMetadata / LeaderAndIsr partition state dict as a PartitionState."""
+    return PartitionState(
+        leader=ps["leader"],
+        leader_epoch=ps["leader_epoch"],
+        isr=tuple(ps["isr"]),
+        replicas=tuple(ps["replicas"]),
+        offline_replicas=tuple(ps.get("offline_replicas") or ()),
+        zk_version=ps.get("zk_version", ps.get("partition_epoch", 0)),
+        controller_epoch=ps["controller_epoch"],
+    )
+
+
+def broker_from_wire(b: Mapping[str, Any]) -> BrokerInfo:
+    """An UpdateMetadata live_brokers entry (any version) as a BrokerInfo."""
+    eps = tuple(
+        Endpoint(e["host"], e["port"], e.get("listener") or "PLAINTEXT", e.get("security_protocol", 0))
+        for e in b.get("endpoints") or ()
+    )
+    if not eps and b.get("v0_host"):
+        eps = (Endpoint(b["v0_host"], b["v0_port"], "PLAINTEXT", PLAINTEXT),)
+    return BrokerInfo(b["id"], eps, b.get("rack"))
+
+
+class MetadataCache:
+    """The cluster as the controller last described it to this broker."""
+
+    def __init__(self, broker_id: int) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = -1  # set by cluster_mode after registration
+        self.controller_id = -1
+        self.controller_epoch = -1
+        self._brokers: dict[int, BrokerInfo] = {}
+        self._topics: dict[str, dict[int, PartitionState]] = {}
+
+    # --- updates (UpdateMetadata) --------------------------------------------------------------------
+    def update(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        live_brokers: Iterable[BrokerInfo],
+        partitions: Iterable[tuple[str, int, PartitionState]],
+    ) -> list[tuple[str, int]]:
+        """Apply one UpdateMetadata (fencing is the caller's); returns the partitions deleted (leader -2)."""
+        self.controller_id = controller_id
+        self.controller_epoch = max(self.controller_epoch, controller_epoch)
+        self._brokers = {b.id: b for b in live_brokers}
+        deleted: list[tuple[str, int]] = []
+        for topic, index, state in partitions:
+            if state.leader == LEADER_DURING_DELETE:
+                parts = self._topics.get(topic)
+                if parts is not None:
+                    parts.pop(index, None)
+                    if not parts:
+                        del self._topics[topic]
+                deleted.append((topic, index))
+            else:
+                self._topics.setdefault(topic, {})[index] = state
+        return deleted
+
+    def set_partition(self, topic: str, index: int, state: PartitionState) -> None:
+        self._topics.setdefault(topic, {})[index] = state
+
+    def remove_topic(self, topic: str) -> None:
+        self._topics.pop(topic, None)
+
+    # --- queries ---------------------------------------------------------------------------------------
+    def brokers(self) -> list[BrokerInfo]:
+        return sorted(self._brokers.values(), key=lambda b: b.id)
+
+    def broker(self, broker_id: int) -> BrokerInfo | None:
+        return self._brokers.get(broker_id)
+
+    def is_alive(self, broker_id: int) -> bool:
+        return broker_id in self._brokers
+
+    def topics(self) -> dict[str, int]:
+        """Topic -> partition count."""
+        return {t: len(p) for t, p in self._topics.items()}
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self._topics
+
+    def partitions(self, topic: str) -> Mapping[int, PartitionState]:
+        return self._topics.get(topic, {})
+
+    def partition(self, topic: str, index: int) -> PartitionState | None:
+        parts = self._topics.get(topic)
+        return None if parts is None else parts.get(index)
+
+    def all_partitions(self) -> Iterator[tuple[str, int, PartitionState]]:
+        for topic, parts in self._topics.items():
+            for index, state in parts.items():
+                yield topic, index, state
+
+    def leader_endpoint(self, topic: str, index: int, listener: str | None = None) -> Endpoint | None:
+        """Where the partition's leader listens, if it is alive and known."""
+        state = self.partition(topic, index)
+        if state is None or state.leader < 0:
+            return None
+        b = self._brokers.get(state.leader)
+        return None if b is None else b.endpoint(listener)
+
+
+LEADER_DURING_DELETE = -2  # Kafka's LeaderAndIsr.LeaderDuringDelete: UpdateMetadata removes the partition

@@ -1,0 +1,230 @@
+"""BrokerChannel against a real asyncio server on 127.0.0.1 speaking the Kafka wire (kafkad.protocol).
+
+The server decodes each request frame and answers UpdateMetadata with error_code = the request's
+controller_epoch, so every test can check that each caller got its own answer. Behaviours are switched per
+test: answer in reverse order, hold answers back, close the connection after reading a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from kafkad.protocol import decode_request, encode_response_bytes
+from kafkad.replication.broker_channel import BrokerChannel
+from kafkad.storage.records import SimpleRecord, build_batch
+
+UPDATE_METADATA = 6
+FETCH = 1
+
+
+class WireServer:
+    def __init__(self) -> None:
+        self.mode = "answer"  # answer | reverse | hold | close
+        self.batch = 1
+        self.connections = 0
+        self.seen: list[int] = []
+        self._server: asyncio.Server | None = None
+        self.port = 0
+
+    async def start(self, port: int = 0) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    def _answer(self, frame: bytearray) -> bytes:
+        req = decode_request(frame)
+        if req.header.api_key == FETCH:
+            body: dict[str, Any] = {
+                "responses": [
+                    {
+                        "topic": "t",
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "high_watermark": 3,
+                                "records": build_batch([SimpleRecord(b"k", b"v", timestamp=1)]),
+                            }
+                        ],
+                    }
+                ]
+            }
+        else:
+            body = {"error_code": req.body["controller_epoch"]}
+        self.seen.append(req.header.correlation_id)
+        return encode_response_bytes(req.header, body)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        held: list[bytes] = []
+        try:
+            while True:
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                frame = bytearray(await reader.readexactly(size))
+                if self.mode == "close":
+                    writer.close()
+                    return
+                answer = self._answer(frame)
+                if self.mode == "hold":
+                    continue
+                held.append(answer)
+                if self.mode == "reverse" and len(held) < self.batch:
+                    continue
+                for a in reversed(held) if self.mode == "reverse" else held:
+                    writer.write(a)
+                held.clear()
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            writer.close()
+
+
+def run(test: Callable[[WireServer], Awaitable[None]]) -> None:
+    async def go() -> None:
+        server = WireServer()
+        await server.start()
+        try:
+            await asyncio.wait_for(test(server), 30)
+        finally:
+            server._server.close()  # type: ignore[union-attr]
+
+    asyncio.run(go())
+
+
+def um(epoch: int) -> dict[str, Any]:
+    return {"controller_id": 1, "controller_epoch": epoch, "broker_epoch": 5, "live_brokers": []}
+
+
+def test_pipelined_requests_each_get_their_own_answer_even_out_of_order() -> None:
+    async def t(server: WireServer) -> None:
+        server.mode, server.batch = "reverse", 20
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test")
+        results = await asyncio.gather(*(ch.request(UPDATE_METADATA, 7, um(i)) for i in range(20)))
+        assert [r["error_code"] for r in results] == list(range(20))
+        assert server.connections == 1
+        assert len(set(server.seen)) == 20
+        ch.close()
+
+    run(t)
+
+
+def test_fetch_records_come_back_as_a_memoryview_of_the_batch() -> None:
+    async def t(server: WireServer) -> None:
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test")
+        body = {
+            "replica_id": 2,
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0}]}],
+        }
+        resp = await ch.request(FETCH, 11, body)
+        recs = resp["responses"][0]["partitions"][0]["records"]
+        assert bytes(recs) == build_batch([SimpleRecord(b"k", b"v", timestamp=1)])
+        ch.close()
+
+    run(t)
+
+
+def test_connection_refused_raises_and_the_next_call_reconnects_after_backoff() -> None:
+    async def t(server: WireServer) -> None:
+        port = server.port
+        await server.stop()
+        ch = BrokerChannel("127.0.0.1", port, client_id="test", reconnect_backoff_ms=50)
+        with pytest.raises(ConnectionError):
+            await ch.request(UPDATE_METADATA, 7, um(1))
+        with pytest.raises(ConnectionError):
+            await ch.request(UPDATE_METADATA, 7, um(1))
+        assert ch._failures == 2
+        await server.start(port)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        assert (await ch.request(UPDATE_METADATA, 7, um(3)))["error_code"] == 3
+        assert loop.time() - t0 >= 0.05  # waited out the doubled backoff (100 ms, less elapsed time)
+        ch.close()
+
+    run(t)
+
+
+def test_peer_closing_fails_pending_requests_and_the_next_request_reconnects() -> None:
+    async def t(server: WireServer) -> None:
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", reconnect_backoff_ms=1)
+        assert (await ch.request(UPDATE_METADATA, 7, um(1)))["error_code"] == 1
+        server.mode = "close"
+        with pytest.raises(ConnectionError):
+            await ch.request(UPDATE_METADATA, 7, um(2))
+        assert not ch.connected
+        server.mode = "answer"
+        assert (await ch.request(UPDATE_METADATA, 7, um(4)))["error_code"] == 4
+        assert server.connections == 2
+        ch.close()
+
+    run(t)
+
+
+def test_timeout_raises_closes_the_connection_and_fails_the_other_pending() -> None:
+    async def t(server: WireServer) -> None:
+        server.mode = "hold"
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=200)
+        first = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(1)))
+        await asyncio.sleep(0.1)
+        second = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(2)))
+        with pytest.raises(TimeoutError):
+            await first
+        with pytest.raises(ConnectionError):
+            await second  # its connection was dropped with the first's timeout
+        server.mode = "answer"
+        assert (await ch.request(UPDATE_METADATA, 7, um(5)))["error_code"] == 5
+        assert server.connections == 2
+        ch.close()
+
+    run(t)
+
+
+def test_a_caller_cancelling_its_request_leaves_the_connection_and_others_alone() -> None:
+    async def t(server: WireServer) -> None:
+        server.mode, server.batch = "reverse", 2
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test")
+        first = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(1)))
+        while not server.seen:
+            await asyncio.sleep(0.01)
+        first.cancel()
+        assert (await ch.request(UPDATE_METADATA, 7, um(2)))["error_code"] == 2  # answered after first's
+        assert first.cancelled()
+        assert ch.connected and server.connections == 1
+        ch.close()
+
+    run(t)
+
+
+def test_close_fails_pending_and_later_requests() -> None:
+    async def t(server: WireServer) -> None:
+        server.mode = "hold"
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test")
+        pending = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(1)))
+        while not server.seen:
+            await asyncio.sleep(0.01)
+        ch.close()
+        with pytest.raises(ConnectionError):
+            await pending
+        with pytest.raises(ConnectionError):
+            await ch.request(UPDATE_METADATA, 7, um(2))
+
+    run(t)
+
+
+def test_concurrent_first_requests_share_one_connect() -> None:
+    async def t(server: WireServer) -> None:
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test")
+        results = await asyncio.gather(*(ch.request(UPDATE_METADATA, 5, um(i)) for i in range(5)))
+        assert sorted(r["error_code"] for r in results) == list(range(5))
+        assert server.connections == 1
+        ch.close()
+
+    run(t)

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkad.spark_bridge.datasource import list_manifests, register
+from kafkad.spark_bridge.landing import open_landing
 from kafkad.spark_bridge.manifest import Manifest
 from kafkad.storage.checkpoints import fsync_dir, write_atomic
 
@@ -228,6 +229,7 @@ def run_ingest(
     on_step: Callable[[str], None] | None = None,
 ) -> IngestSummary:
     """Ingest every landed segment not in the ledger; returns the per-topic summary."""
+    open_landing(landing).check(writable=False)  # a missing root is an error, not "nothing new"
     out = Path(output).absolute()
     out.mkdir(parents=True, exist_ok=True)
     register(spark)
@@ -297,6 +299,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    try:  # before Spark starts: a typo or an unmounted share must fail the nightly job at once
+        open_landing(args.landing).check(writable=False)
+    except OSError as e:
+        print(f"kafkad-spark-ingest: landing {args.landing} is not readable: {e}", file=sys.stderr)
+        return 2
     spark = _session(args.master)
     try:
         started = time.monotonic()

@@ -45,8 +45,9 @@ class LandingWriter(Protocol):
 class LandingStore(Protocol):
     @property
     def uri(self) -> str: ...
-    def check(self) -> None:
-        """Raise OSError if the store is unreachable (e.g. its root is missing)."""
+    def check(self, *, writable: bool = True) -> None:
+        """Raise OSError if the store is unreachable (e.g. its root is missing), or read-only when
+        `writable` (the ingest job only reads)."""
         ...
 
     def open_writer(self, name: str) -> LandingWriter: ...
@@ -109,10 +110,10 @@ class FilesystemLanding:
     def root(self) -> Path:
         return Path(self._root)
 
-    def check(self) -> None:
+    def check(self, *, writable: bool = True) -> None:
         if not os.path.isdir(self._root):
             raise FileNotFoundError(f"landing dir {self._root} is missing")
-        if not os.access(self._root, os.W_OK):
+        if writable and not os.access(self._root, os.W_OK):
             raise PermissionError(f"landing dir {self._root} is not writable")
 
     def open_writer(self, name: str) -> LandingWriter:
@@ -200,7 +201,7 @@ class PyArrowLanding:
         self._fs()
         return f"{self._root}/{name}" if self._root else name
 
-    def check(self) -> None:
+    def check(self, *, writable: bool = True) -> None:
         from pyarrow import fs as pafs
 
         info = self._fs().get_file_info(self._root or "/")

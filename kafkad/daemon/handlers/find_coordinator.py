@@ -1,5 +1,10 @@
 """FindCoordinator (10) v0-2: this broker coordinates every group; transactions are not offered.
 
+A transactional id (key type 1) is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what Kafka answers when
+the client may not use that id: librdkafka (and the Java client) treat it as fatal at once, so
+`init_transactions()` fails in milliseconds with this module's message instead of retrying
+COORDINATOR_NOT_AVAILABLE every 500 ms until its timeout. InitProducerId answers a transactional id the same.
+
 The first lookup creates __consumer_offsets (as Kafka does) and is answered once it exists, rather
 than with COORDINATOR_NOT_AVAILABLE: the creation yields to the loop between partitions, so waiting
 for it here costs other connections nothing and spares the client a retry round (librdkafka waits
@@ -17,6 +22,10 @@ from kafkad.protocol import ApiKey, ErrorCode, Request
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
+TRANSACTIONS_UNSUPPORTED = (
+    "kafkad does not support transactions yet: unset transactional.id "
+    "(an idempotent producer, enable.idempotence=true, is supported)"
+)
 
 
 def _error(code: ErrorCode, message: str) -> dict[str, Any]:
@@ -38,10 +47,7 @@ def _error_body(_request: Request, code: ErrorCode) -> Mapping[str, Any]:
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     key_type = request.body.get("key_type", KEY_TYPE_GROUP)
     if key_type == KEY_TYPE_TRANSACTION:
-        return _error(
-            ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            "kafkad has no transaction coordinator: transactional producers are not supported",
-        )
+        return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_UNSUPPORTED)
     if key_type != KEY_TYPE_GROUP:
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     broker = ctx.broker

@@ -8,6 +8,10 @@ log. stdout/stderr go to `<dir>/kafkad.log` (appended across restarts).
 A port picked by `free_port` can be taken by someone else before kafkad binds it (other test runs share
 the machine): the first start of a broker whose port was not given retries on a fresh port when kafkad
 reports the address in use. Restarts never move (clients hold the bootstrap).
+
+Cluster tests (tests/cluster, tests/chaos) also use `host` (a listener address other than 127.0.0.1, e.g.
+inside a network namespace), `command_prefix` (e.g. `ip netns exec <ns>`, which execs in place so the pid
+is kafkad's) and `sigstop()` / `sigcont()`.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -27,6 +31,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def read_log(path: Path, offset: int = 0) -> str:
+    """The text of a process log from byte `offset` on ('' before the file exists)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ""
+    return data[offset:].decode("utf-8", "replace")
 
 
 class BrokerStartError(AssertionError):
@@ -41,12 +54,16 @@ class BrokerProcess:
         *,
         port: int | None = None,
         startup_timeout_s: float = 90.0,
+        host: str = "127.0.0.1",
+        command_prefix: Sequence[str] = (),
     ) -> None:
         self.dir = Path(base_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = self.dir / "data"
         self.config_path = self.dir / "server.properties"
         self.log_path = self.dir / "kafkad.log"
+        self.host = host
+        self.command_prefix = tuple(command_prefix)
         self.port = port or free_port()
         self._port_movable = port is None  # until the first successful start
         self.overrides: dict[str, str] = dict(overrides or {})
@@ -57,22 +74,27 @@ class BrokerProcess:
     # --- lifecycle -------------------------------------------------------------------------------
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "broker not running"
+        return self.proc.pid
+
     def _write_config(self) -> None:
-        lines = [
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-            f"log.dirs={self.data_dir}",
-            "broker.id=0",
-            "num.partitions=1",
-            "log.flush.offset.checkpoint.interval.ms=5000",
-        ]
-        lines += [f"{k}={v}" for k, v in self.overrides.items()]
-        self.config_path.write_text("\n".join(lines) + "\n")
+        settings = {
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "log.dirs": str(self.data_dir),
+            "broker.id": "0",
+            "num.partitions": "1",
+            "log.flush.offset.checkpoint.interval.ms": "5000",
+        }
+        settings.update(self.overrides)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
 
     def start(self, overrides: Mapping[str, str] | None = None) -> int:
         """Start (or restart after stop/kill9) and wait until it serves; returns the port."""
@@ -100,7 +122,14 @@ class BrokerProcess:
             log.write(f"--- start {time.strftime('%H:%M:%S')} ---\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kafkad.daemon.main", "--config", str(self.config_path)],
+                [
+                    *self.command_prefix,
+                    sys.executable,
+                    "-m",
+                    "kafkad.daemon.main",
+                    "--config",
+                    str(self.config_path),
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.dir,
@@ -126,7 +155,7 @@ class BrokerProcess:
 
     def _connectable(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            with socket.create_connection((self.host, self.port), timeout=0.5):
                 return True
         except OSError:
             return False
@@ -136,6 +165,8 @@ class BrokerProcess:
         if self.proc is None:
             return 0
         if self.proc.poll() is None:
+            if sig != signal.SIGCONT:
+                self.sigcont()  # a paused process cannot act on SIGTERM
             self.proc.send_signal(sig)
             try:
                 self.proc.wait(timeout_s)
@@ -155,17 +186,22 @@ class BrokerProcess:
             self.proc.wait()
         self.proc = None
 
+    def sigstop(self) -> None:
+        """Freeze the process (a pause: GC, swap, a hung disk); sigcont() resumes it."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def sigcont(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+
     def restart(self, overrides: Mapping[str, str] | None = None) -> int:
         self.stop()
         return self.start(overrides)
 
     # --- logs ------------------------------------------------------------------------------------
     def log_text(self, since_start: bool = True) -> str:
-        try:
-            data = self.log_path.read_bytes()
-        except FileNotFoundError:
-            return ""
-        return data[self._log_offset if since_start else 0 :].decode("utf-8", "replace")
+        return read_log(self.log_path, self._log_offset if since_start else 0)
 
     def __enter__(self) -> BrokerProcess:
         if not self.running:

@@ -1,0 +1,123 @@
+"""The ZooKeeper fixtures themselves: a real server starts and serves, an ensemble survives the kill -9
+of its leader, a paused member comes back, and kazoo sees ephemeral znodes vanish when a session closes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.cluster.cluster import wait_until
+from tests.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, four_letter
+
+pytestmark = [pytest.mark.system, pytest.mark.timeout(180)]
+
+
+def _client(connect: str) -> KazooClient:
+    c = KazooClient(hosts=connect, timeout=10.0)
+    c.start(timeout=30)
+    return c
+
+
+def test_standalone_serves_and_cleans_up(tmp_path: Path) -> None:
+    with ZooKeeperServer(tmp_path / "zk") as zk:
+        host, port = zk.connect_string.split(":")
+        assert four_letter(host, int(port), "ruok") == "imok"
+        assert zk.node.mode() == "standalone"
+        pid = zk.node.pid
+        c = _client(zk.connect_string)
+        try:
+            c.create("/harness/x", b"1", makepath=True)
+            assert c.get("/harness/x")[0] == b"1"
+        finally:
+            c.stop()
+            c.close()
+    assert not zk.node.running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_standalone_restart_keeps_data(zk_server: ZooKeeperServer) -> None:
+    c = _client(zk_server.connect_string)
+    c.create("/persist", b"v")
+    c.stop()
+    c.close()
+    zk_server.node.kill9()
+    assert not zk_server.node.ruok()
+    zk_server.node.start()
+    c = _client(zk_server.connect_string)
+    try:
+        assert c.get("/persist")[0] == b"v"
+    finally:
+        c.stop()
+        c.close()
+
+
+def test_ephemeral_vanishes_after_session_close(zk_server: ZooKeeperServer) -> None:
+    owner = _client(zk_server.connect_string)
+    watcher = _client(zk_server.connect_string)
+    try:
+        owner.create("/brokers/ids/7", b"{}", ephemeral=True, makepath=True)
+        assert watcher.exists("/brokers/ids/7") is not None
+        owner.stop()
+        owner.close()
+        wait_until(lambda: watcher.exists("/brokers/ids/7") is None, 10, "ephemeral gone")
+    finally:
+        watcher.stop()
+        watcher.close()
+
+
+def test_ensemble_survives_leader_kill9(zk_ensemble: ZooKeeperEnsemble) -> None:
+    assert len(zk_ensemble.connect_string.split(",")) == 3
+    modes = zk_ensemble.modes()
+    assert sorted(modes.values()) == ["follower", "follower", "leader"], modes
+    c = _client(zk_ensemble.connect_string)
+    try:
+        c.create("/before", b"1")
+        old = zk_ensemble.wait_leader()
+        zk_ensemble.node(old).kill9()
+        new = zk_ensemble.wait_leader(timeout_s=30, exclude=[old])
+        assert new != old
+        wait_until(lambda: c.connected, 30, "kazoo reconnected")
+        c.retry(c.create, "/after", b"2")
+        assert c.get("/before")[0] == b"1"
+        # the killed member rejoins as a follower and has every write
+        zk_ensemble.node(old).start()
+        zk_ensemble.wait_quorum(timeout_s=60)
+        assert zk_ensemble.node(old).mode() == "follower"
+        direct = _client(zk_ensemble.node(old).address)
+        try:
+            direct.sync("/after")
+            assert direct.get("/after")[0] == b"2"
+        finally:
+            direct.stop()
+            direct.close()
+    finally:
+        c.stop()
+        c.close()
+
+
+def test_ensemble_member_pause_and_quorum_loss(zk_ensemble: ZooKeeperEnsemble) -> None:
+    leader = zk_ensemble.wait_leader()
+    followers = [i for i in zk_ensemble.nodes if i != leader]
+    paused = zk_ensemble.node(followers[0])
+    paused.sigstop()
+    try:
+        assert paused.mode() == ""  # a frozen JVM does not answer
+        c = _client(zk_ensemble.node(leader).address)
+        try:
+            c.create("/while-paused", b"x")  # 2 of 3 still form a quorum
+        finally:
+            c.stop()
+            c.close()
+    finally:
+        paused.sigcont()
+    zk_ensemble.wait_quorum(timeout_s=60)
+    # losing two members: the survivor stops serving (no quorum), then serves again once one is back
+    zk_ensemble.node(followers[0]).kill9()
+    zk_ensemble.node(followers[1]).kill9()
+    wait_until(lambda: zk_ensemble.node(leader).mode() == "", 30, "lone member stops serving")
+    zk_ensemble.node(followers[0]).start()
+    zk_ensemble.wait_quorum(timeout_s=60)

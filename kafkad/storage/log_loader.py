@@ -7,15 +7,21 @@ log), opens every `NNNNNNNNNNNNNNNNNNNN.log` in base-offset order and decides pe
   `LogSegment.recover(recovery_point)` (valid prefix, torn tail truncated, indexes rebuilt; the
   batches below the recovery point were fsynced, so only their headers are walked, and the CRC check
   starts at the first batch reaching it: a crash costs a CRC pass over the unflushed data only);
-- otherwise trust it, but recover anyway if an index file is missing or fails its sanity check.
+- otherwise trust it, but recover anyway (CRC-checking all of it) if an index file is missing or
+  fails its sanity check, or, for the active segment, if its tail does not end on a batch boundary at
+  the file size or disagrees with its indexes (segment_tail: the clean-shutdown marker is a hint, not
+  a proof). That check walks only the headers the log end offset needs anyway, plus one CRC.
 A segment whose tail was truncated makes every later segment unreachable: they are deleted (Kafka).
 Only the recovered suffix's batch headers are returned (leader epochs and producer state are
 rebuilt from them); after a clean shutdown nothing is scanned.
+Whatever fails here (an unreadable file, an index that cannot be rebuilt) closes the segments
+opened so far and propagates: the LogManager takes that partition offline alone.
 Blocking: call in executor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -27,6 +33,7 @@ from kafkad.storage.checkpoints import remove_quietly
 from kafkad.storage.cleaner_swap import recover_swaps
 from kafkad.storage.records import BatchHeader
 from kafkad.storage.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from kafkad.storage.segment_tail import verify_tail
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +55,7 @@ class LoadedSegments:
     segments: list[LogSegment]
     recovered: list[BatchHeader] = field(default_factory=list)  # headers of the recovered suffix
     first_recovered: int | None = None  # base offset where that suffix starts
+    next_offset: int | None = None  # the log end, when the clean-start check of the tail found it
 
 
 def _base(path: Path) -> int | None:
@@ -86,6 +94,29 @@ def load_segments(
             if b is not None and b not in known:
                 remove_quietly(directory / n)
     out = LoadedSegments([])
+    try:
+        _open_all(directory, names, bases, out, recover, recovery_point, new_segment, stats)
+    except BaseException:
+        for seg in out.segments:  # the partition goes offline: leak no fds
+            with contextlib.suppress(OSError):
+                seg.close()
+        raise
+    for seg in out.segments[:-1]:
+        if any(ix.file_length > ix.size_bytes for ix in (seg.offset_index, seg.time_index)):
+            seg.on_becoming_inactive()  # a recovered older segment: trim like a roll would
+    return out
+
+
+def _open_all(
+    directory: Path,
+    names: set[str],
+    bases: list[int],
+    out: LoadedSegments,
+    recover: bool,
+    recovery_point: int,
+    new_segment: Callable[[int], LogSegment],
+    stats: LogStats,
+) -> None:
     for i, base in enumerate(bases):
         stem = f"{base:020d}"
         has_index = stem + INDEX_SUFFIX in names and stem + TIME_INDEX_SUFFIX in names
@@ -99,10 +130,12 @@ def load_segments(
             try:
                 if not has_index:
                     raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{seg.log_path}: index missing")
-                seg.sanity_check()
+                seg.sanity_check(next_base)
+                if next_base is None:  # the marker is a hint: the active segment's tail must agree
+                    out.next_offset = verify_tail(seg)
             except KafkaError as exc:
-                log.warning("%s: %s; rebuilding its indexes", seg.log_path, exc)
-                must_recover = True
+                log.warning("%s; recovering the segment", exc.message)
+                must_recover = True  # flushed_until is -1 here: CRC-check all of it
         out.segments.append(seg)
         if not must_recover:
             out.first_recovered, out.recovered = None, []  # only a recovered suffix is useful
@@ -120,7 +153,3 @@ def load_segments(
                 for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                     remove_quietly(directory / f"{later:020d}{suffix}")
             break
-    for seg in out.segments[:-1]:
-        if any(ix.file_length > ix.size_bytes for ix in (seg.offset_index, seg.time_index)):
-            seg.on_becoming_inactive()  # a recovered older segment: trim like a roll would
-    return out

@@ -32,7 +32,8 @@ def restore_log(
     recovered, first_recovered = loaded.recovered, loaded.first_recovered
     active = plog.active_segment
     active.resize_indexes(plog.config.segment_index_bytes)
-    plog.log_end_offset = active.read_next_offset()
+    # The loader's clean-start check already walked the active segment's tail: do not walk it twice.
+    plog.log_end_offset = active.read_next_offset() if loaded.next_offset is None else loaded.next_offset
     plog.log_start_offset = max(log_start_offset, plog.segments.first_base)
     plog.log_start_offset = min(plog.log_start_offset, plog.log_end_offset)
     plog.recovery_point = min(recovery_point, plog.log_end_offset)

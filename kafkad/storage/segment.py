@@ -416,14 +416,22 @@ class LogSegment:
         self.bytes_since_last_index_entry = since
         return kept
 
-    def sanity_check(self) -> None:
-        """Cheap checks of a segment opened without recovery; KafkaError(CORRUPT_MESSAGE) on failure."""
-        self.offset_index.sanity_check()
-        self.time_index.sanity_check()
-        if self.offset_index.entries and self.offset_index.entry(self.offset_index.entries - 1)[1] >= max(
-            self.size, 1
-        ):
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{self.offset_index.path}: points past the log end")
+    def sanity_check(self, next_base: int | None = None) -> None:
+        """Cheap checks of a segment opened without recovery; KafkaError(CORRUPT_MESSAGE) on failure.
+
+        `next_base` (the next segment's base offset): the last entries of both indexes must be below it.
+        """
+        oi, ti = self.offset_index, self.time_index
+        oi.sanity_check()
+        ti.sanity_check()
+        if oi.entries:
+            offset, position = oi.entry(oi.entries - 1)
+            if position >= max(self.size, 1):
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{oi.path}: points past the log end")
+            if next_base is not None and offset >= next_base:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{oi.path}: offset {offset} in the next segment")
+        if next_base is not None and ti.entries and ti.last_entry()[1] >= next_base:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{ti.path}: offset in the next segment")
 
     def on_becoming_inactive(self) -> None:
         """At roll: final time index entry (so the max timestamp survives restart), trim the indexes,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from kafkad.daemon.config_defs import ConfigKey
 from kafkad.daemon.config_keys.bridge import BRIDGE_KEYS
 from kafkad.daemon.config_keys.groups import GROUP_KEYS
+from kafkad.daemon.config_keys.replication import REPLICATION_KEYS
 from kafkad.daemon.config_keys.server import METRICS_KEYS, SERVER_KEYS, SOCKET_KEYS
 from kafkad.daemon.config_keys.storage import LOG_KEYS
 from kafkad.daemon.config_keys.zookeeper import ZOOKEEPER_KEYS
@@ -21,6 +22,7 @@ KEYS: tuple[ConfigKey, ...] = (
     *SOCKET_KEYS,
     *LOG_KEYS,
     *ZOOKEEPER_KEYS,
+    *REPLICATION_KEYS,
     *GROUP_KEYS,
     *METRICS_KEYS,
     *BRIDGE_KEYS,

@@ -195,6 +195,11 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             registry=ops.metrics.registry,
             status=lambda text: ops.status(f"{serving}; {text}"),
         )
+    replication = None
+    if not config.standalone:
+        from kafkad.daemon.replication_service import start_replication
+
+        replication = await start_replication(broker)
     await _start_groups(broker)
     dispatcher = Dispatcher(broker, handlers, on_request=ops.metrics.record_api)
     server = Server(
@@ -262,6 +267,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     if not await server.drain(config.server.shutdown_timeout_ms / 1000):
         log.warning("in-flight requests did not finish within shutdown.timeout.ms")
     server.close_all()
+    if replication is not None:
+        await replication.stop()
     if cleaner is not None:
         await cleaner.stop()  # before the logs close: no cleaning thread may still swap
     if bridge is not None:

@@ -3,15 +3,31 @@
 Standalone, every local log is led by this broker with epoch 0. Creating, growing and deleting topics
 goes through the LogManager (which owns directories and overrides); this object keeps the Partition
 wrappers in step and wakes waiters of partitions that go away.
+
+Cluster mode (`enter_cluster_mode`): every partition waits for the controller. `apply_leader_and_isr` is
+Kafka's becomeLeaderOrFollower: a request from an older controller epoch is refused whole
+(STALE_CONTROLLER_EPOCH); a partition state is taken only with a leader epoch above the one we have (else
+STALE_CONTROLLER_EPOCH for it), and only if this broker is one of its replicas (else
+UNKNOWN_TOPIC_OR_PARTITION); logs are created as needed; leaders stop fetching and start tracking their
+followers, followers (re)start in the fetcher of their leader, truncating first (fetcher.py). Leadership
+listeners (the group coordinator) hear of every change. `stop_replicas` is StopReplica.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
-from kafkad.replication.partition import Partition
+from kafkad.replication.fetcher import FetcherManager
+from kafkad.replication.isr import IsrUpdater
+from kafkad.replication.partition import Partition, Role
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+Listener = Callable[[Partition], None]
 
 
 class LogManagerLike(Protocol):
@@ -20,6 +36,7 @@ class LogManagerLike(Protocol):
         self, topic: str, partition: int, overrides: Mapping[str, str] | None = None
     ) -> Any: ...
     def delete_topic(self, topic: str) -> None: ...
+    def delete_partition(self, topic: str, partition: int) -> None: ...
     def logs(self) -> Iterator[Any]: ...
     def check_writable(self) -> None: ...
 
@@ -31,6 +48,16 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.broker_id = broker_id
         self._partitions: dict[tuple[str, int], Partition] = {}
+        # cluster mode only (None / unused standalone)
+        self.isr_updater: IsrUpdater | None = None
+        self.fetchers: FetcherManager | None = None
+        self.controller_epoch = -1
+        self.now_ms: Callable[[], int] = lambda: 0
+        # topic -> its config overrides, for logs created by LeaderAndIsr (cluster_mode sets it from
+        # /config/topics); None or a missing topic = the broker defaults
+        self.topic_overrides: Callable[[str], Mapping[str, str] | None] | None = None
+        self._on_leader: list[Listener] = []
+        self._on_follower: list[Listener] = []
 
     def load_from_logs(self) -> int:
         """Wrap every loaded log (after LogManager.load) as a leader partition."""
@@ -39,6 +66,188 @@ class ReplicaManager:
             if key not in self._partitions:
                 self._partitions[key] = Partition(plog, self.broker_id)
         return len(self._partitions)
+
+    # --- cluster mode ------------------------------------------------------------------------------
+    def enter_cluster_mode(
+        self, fetchers: FetcherManager, now_ms: Callable[[], int], isr_updater: IsrUpdater | None = None
+    ) -> None:
+        """Every loaded partition waits for the controller's LeaderAndIsr (no leader, epoch -1)."""
+        self.fetchers = fetchers
+        self.now_ms = now_ms
+        self.isr_updater = isr_updater
+        for p in self._partitions.values():
+            p.become_follower(-1, -1)
+
+    def set_isr_updater(self, updater: IsrUpdater | None) -> None:
+        self.isr_updater = updater
+        for p in self._partitions.values():
+            p.isr_updater = updater
+
+    def add_leadership_listener(self, on_leader: Listener, on_follower: Listener) -> None:
+        self._on_leader.append(on_leader)
+        self._on_follower.append(on_follower)
+
+    def apply_leader_and_isr(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        partition_states: Iterable[Mapping[str, Any]],
+        live_leaders: Iterable[Mapping[str, Any]],
+    ) -> dict[TP, ErrorCode]:
+        """LeaderAndIsr (flattened partition states, each with its topic_name). Raises
+        KafkaError(STALE_CONTROLLER_EPOCH) for a request from an older controller."""
+        if controller_epoch < self.controller_epoch:
+            raise KafkaError(
+                ErrorCode.STALE_CONTROLLER_EPOCH,
+                f"controller {controller_id} epoch {controller_epoch} < {self.controller_epoch}",
+            )
+        self.controller_epoch = controller_epoch
+        endpoints = {b["broker_id"]: (b["host_name"], b["port"]) for b in live_leaders}
+        result: dict[TP, ErrorCode] = {}
+        leaders: list[tuple[Partition, Mapping[str, Any]]] = []
+        followers: list[tuple[Partition, Mapping[str, Any]]] = []
+        for ps in partition_states:
+            tp = (ps["topic_name"], ps["partition_index"])
+            if self.broker_id not in ps["replicas"]:
+                result[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            part = self._partitions.get(tp)
+            if part is not None and ps["leader_epoch"] <= part.leader_epoch:
+                log.info(
+                    "%s-%d: ignoring LeaderAndIsr with leader epoch %d (ours is %d)",
+                    *tp,
+                    ps["leader_epoch"],
+                    part.leader_epoch,
+                )
+                result[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
+                continue
+            if part is None:
+                try:
+                    part = self._add_for_controller(*tp)
+                except (KafkaError, OSError) as e:
+                    log.error("%s-%d: cannot create the log: %s", *tp, e)
+                    result[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                    continue
+            (leaders if ps["leader"] == self.broker_id else followers).append((part, ps))
+            result[tp] = ErrorCode.NONE
+        self._make_leaders(leaders)
+        self._make_followers(followers, endpoints)
+        return result
+
+    def _add_for_controller(self, topic: str, index: int) -> Partition:
+        overrides = self.topic_overrides(topic) if self.topic_overrides is not None else None
+        plog = self.log_manager.create_partition(topic, index, overrides or None)
+        part = Partition(plog, self.broker_id)
+        part.become_follower(-1, -1)
+        self._partitions[(topic, index)] = part
+        return part
+
+    def _make_leaders(self, leaders: list[tuple[Partition, Mapping[str, Any]]]) -> None:
+        if not leaders:
+            return
+        if self.fetchers is not None:
+            self.fetchers.remove((p.topic, p.index) for p, _ in leaders)
+        now = self.now_ms()
+        for part, ps in leaders:
+            part.isr_updater = self.isr_updater
+            part.become_leader(
+                ps["leader_epoch"],
+                ps["isr"],
+                ps["replicas"],
+                zk_version=ps.get("partition_epoch", ps.get("zk_version", 0)),
+                controller_epoch=ps["controller_epoch"],
+                now_ms=now,
+            )
+            log.info(
+                "%s-%d: leader at epoch %d, ISR %s, LEO %d, HW %d",
+                part.topic,
+                part.index,
+                part.leader_epoch,
+                list(part.isr),
+                part.log_end_offset,
+                part.high_watermark,
+            )
+            for on_leader in self._on_leader:
+                on_leader(part)
+
+    def _make_followers(
+        self, followers: list[tuple[Partition, Mapping[str, Any]]], endpoints: Mapping[int, tuple[str, int]]
+    ) -> None:
+        if not followers:
+            return
+        fetchers = self.fetchers
+        if fetchers is not None:
+            fetchers.remove((p.topic, p.index) for p, _ in followers)
+        by_leader: dict[int, list[Partition]] = {}
+        for part, ps in followers:
+            part.become_follower(
+                ps["leader_epoch"],
+                ps["leader"],
+                ps["replicas"],
+                isr=ps["isr"],
+                zk_version=ps.get("partition_epoch", ps.get("zk_version", 0)),
+                controller_epoch=ps["controller_epoch"],
+            )
+            log.info(
+                "%s-%d: follower of %d at epoch %d, LEO %d",
+                part.topic,
+                part.index,
+                ps["leader"],
+                part.leader_epoch,
+                part.log_end_offset,
+            )
+            if ps["leader"] in endpoints:
+                by_leader.setdefault(ps["leader"], []).append(part)
+            else:  # Kafka: no fetcher until a LeaderAndIsr names a live leader
+                log.info("%s-%d: leader %d is not alive; not fetching", part.topic, part.index, ps["leader"])
+            for on_follower in self._on_follower:
+                on_follower(part)
+        if fetchers is not None:
+            for leader, parts in by_leader.items():
+                host, port = endpoints[leader]
+                fetchers.add(parts, leader, host, port)
+
+    def stop_replicas(
+        self, controller_epoch: int, partitions: Iterable[tuple[str, int, int]], delete: bool
+    ) -> dict[TP, ErrorCode]:
+        """StopReplica: (topic, partition, leader epoch or -1/-2 for "any") per partition; stop
+        following, and with `delete` remove the replica and its log. Raises STALE_CONTROLLER_EPOCH."""
+        if controller_epoch < self.controller_epoch:
+            raise KafkaError(
+                ErrorCode.STALE_CONTROLLER_EPOCH,
+                f"controller epoch {controller_epoch} < {self.controller_epoch}",
+            )
+        self.controller_epoch = controller_epoch
+        result: dict[TP, ErrorCode] = {}
+        stopped: list[Partition] = []
+        for topic, index, epoch in partitions:
+            tp = (topic, index)
+            part = self._partitions.get(tp)
+            if part is not None and epoch >= 0 and epoch < part.leader_epoch:
+                result[tp] = ErrorCode.FENCED_LEADER_EPOCH
+                continue
+            result[tp] = ErrorCode.NONE
+            if part is not None:
+                stopped.append(part)
+        if self.fetchers is not None:
+            self.fetchers.remove((p.topic, p.index) for p in stopped)
+        for part in stopped:
+            if part.role is Role.LEADER:
+                part.become_follower(part.leader_epoch, -1)
+            if delete:
+                del self._partitions[(part.topic, part.index)]
+                self.log_manager.delete_partition(part.topic, part.index)
+                part.wake_waiters()
+                for on_follower in self._on_follower:
+                    on_follower(part)
+        return result
+
+    def shrink_isrs(self, max_lag_ms: int) -> int:
+        """Kafka's maybeShrinkIsr over the partitions this broker leads; the number of changes started."""
+        now = self.now_ms()
+        return sum(
+            1 for p in self._partitions.values() if p.is_leader and p.maybe_shrink_isr(now, max_lag_ms)
+        )
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))

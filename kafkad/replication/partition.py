@@ -3,8 +3,12 @@
 Leader (the only role standalone): ISR = {self}; the high watermark is the minimum log end offset over
 the ISR, so with ISR={self} it follows the LEO right after each append. acks=-1 waiters complete when
 the HW covers their last offset; delayed-fetch waiters are futures woken whenever the HW moves (never
-timers). A controller later drives `become_leader(epoch, isr, replicas)` / `become_follower(epoch,
-leader)`; followers' fetch positions come in through `update_follower_position`.
+timers). In cluster mode the controller drives `become_leader` / `become_follower` (ReplicaManager's
+LeaderAndIsr); followers' fetch positions come in through `update_follower_position`, which also keeps
+Kafka's last-caught-up time per follower (Replica.updateFetchState) and expands the ISR when a follower
+reaches the HW; `maybe_shrink_isr` drops followers that have not caught up within replica.lag.time.max.ms.
+Both ISR changes go through the `IsrUpdater` (a conditional write of the partition state znode on the
+zkVersion this leader knows); the leader changes nothing itself but the ISR and zkVersion written.
 
 Runs on the event loop; never blocks (appends write through the page cache).
 """
@@ -13,10 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.replication.isr import IsrUpdater, LeaderAndIsr
+
+log = logging.getLogger(__name__)
 
 
 class PartitionLogLike(Protocol):
@@ -47,6 +55,30 @@ class Role(enum.Enum):
     FOLLOWER = "follower"
 
 
+class FollowerState:
+    """What the leader knows of one follower (Kafka's Replica): its log end offset and when it last
+    caught up with the leader's log end."""
+
+    __slots__ = ("last_caught_up_ms", "last_fetch_leader_leo", "last_fetch_ms", "leo")
+
+    def __init__(self, last_caught_up_ms: int) -> None:
+        self.leo = -1
+        self.last_caught_up_ms = last_caught_up_ms
+        self.last_fetch_leader_leo = -1
+        self.last_fetch_ms = 0
+
+    def update(self, fetch_offset: int, leader_leo: int, now_ms: int) -> None:
+        """Kafka's Replica.updateFetchState: caught up now if the fetch reached the leader's LEO, or
+        caught up as of the previous fetch if it reached the LEO the leader had then."""
+        if fetch_offset >= leader_leo:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_leo:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.leo = fetch_offset
+        self.last_fetch_leader_leo = leader_leo
+        self.last_fetch_ms = now_ms
+
+
 class Partition:
     def __init__(self, log: PartitionLogLike, broker_id: int, *, leader_epoch: int = 0) -> None:
         self.log = log
@@ -56,7 +88,12 @@ class Partition:
         self.leader_id: int | None = broker_id
         self.replicas: tuple[int, ...] = (broker_id,)
         self.isr: tuple[int, ...] = (broker_id,)
-        self._follower_leo: dict[int, int] = {}
+        self.zk_version = 0  # of the partition state znode, as the last LeaderAndIsr / ISR write left it
+        self.controller_epoch = 0
+        self.leader_epoch_start_offset = 0
+        self.isr_updater: IsrUpdater | None = None  # cluster mode: how this leader changes its ISR
+        self._isr_change: asyncio.Task[None] | None = None
+        self._followers: dict[int, FollowerState] = {}
         self._hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
         self._advance_hw()
@@ -86,29 +123,155 @@ class Partition:
         return self.role is Role.LEADER
 
     # --- role changes (driven by the controller in cluster mode) ---------------------------------
-    def become_leader(self, epoch: int, isr: Sequence[int], replicas: Sequence[int]) -> None:
+    def become_leader(
+        self,
+        epoch: int,
+        isr: Sequence[int],
+        replicas: Sequence[int],
+        *,
+        zk_version: int = 0,
+        controller_epoch: int = 0,
+        now_ms: int = 0,
+    ) -> None:
+        """Kafka's Partition.makeLeader: the new epoch starts at our log end offset; followers in the
+        ISR count as caught up now, the others as never; the HW may move if the ISR shrank to us."""
         self.role = Role.LEADER
         self.leader_epoch = epoch
         self.leader_id = self.broker_id
         self.replicas = tuple(replicas)
         self.isr = tuple(isr)
-        self._follower_leo = {r: -1 for r in self.replicas if r != self.broker_id}
+        self.zk_version = zk_version
+        self.controller_epoch = controller_epoch
+        leo = self.log.log_end_offset
+        self.leader_epoch_start_offset = leo
+        cache = getattr(self.log, "leader_epoch_cache", None)
+        if cache is not None:
+            cache.assign(epoch, leo)
+        self._followers = {
+            r: FollowerState(now_ms if r in self.isr else 0) for r in self.replicas if r != self.broker_id
+        }
         self._advance_hw()
 
-    def become_follower(self, epoch: int, leader_id: int, replicas: Sequence[int] = ()) -> None:
+    def become_follower(
+        self,
+        epoch: int,
+        leader_id: int,
+        replicas: Sequence[int] = (),
+        *,
+        isr: Sequence[int] = (),
+        zk_version: int = 0,
+        controller_epoch: int = 0,
+    ) -> None:
         self.role = Role.FOLLOWER
         self.leader_epoch = epoch
-        self.leader_id = leader_id
+        self.leader_id = leader_id if leader_id >= 0 else None
         if replicas:
             self.replicas = tuple(replicas)
+        if isr:
+            self.isr = tuple(isr)
+        self.zk_version = zk_version
+        self.controller_epoch = controller_epoch
+        self._followers = {}
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self._wake_data_waiters()
 
-    def update_follower_position(self, replica_id: int, log_end_offset: int) -> None:
+    def update_follower_position(self, replica_id: int, log_end_offset: int, now_ms: int = 0) -> None:
         """A follower fetched from `log_end_offset`: everything before it is replicated there."""
-        if replica_id in self._follower_leo:
-            self._follower_leo[replica_id] = log_end_offset
-            self._advance_hw()
+        state = self._followers.get(replica_id)
+        if state is None:
+            return
+        state.update(log_end_offset, self.log.log_end_offset, now_ms)
+        if replica_id not in self.isr:
+            self._maybe_expand_isr(replica_id, log_end_offset)
+        self._advance_hw()
+
+    def follower_advanced(self, leader_hw: int, leader_log_start: int) -> None:
+        """A follower's fetch came back: its HW is min(leader's HW, its LEO); its log start follows the
+        leader's (DeleteRecords) once below its HW."""
+        log = self.log
+        new_hw = min(leader_hw, log.log_end_offset)
+        if new_hw > log.high_watermark:
+            log.high_watermark = new_hw
+            if self._data_waiters:
+                self._wake_data_waiters()
+        if log.log_start_offset < leader_log_start <= log.high_watermark:
+            log.delete_records(leader_log_start)
+
+    # --- ISR changes (leader, cluster mode) --------------------------------------------------------
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...]:
+        """Kafka's getOutOfSyncReplicas: ISR followers behind the leader's LEO that have not caught
+        up within `max_lag_ms`."""
+        leo = self.log.log_end_offset
+        out = []
+        for r in self.isr:
+            state = self._followers.get(r)
+            if state is not None and state.leo != leo and now_ms - state.last_caught_up_ms > max_lag_ms:
+                out.append(r)
+        return tuple(out)
+
+    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> bool:
+        """Start an ISR shrink through the IsrUpdater if followers lag; True if one was started."""
+        if self.role is not Role.LEADER or self.isr_updater is None or self._isr_change is not None:
+            return False
+        lagging = self.out_of_sync_replicas(now_ms, max_lag_ms)
+        if not lagging:
+            return False
+        new_isr = tuple(r for r in self.isr if r not in lagging)
+        log.info(
+            "%s-%d: shrinking ISR from %s to %s (out of sync: %s)",
+            self.topic,
+            self.index,
+            list(self.isr),
+            list(new_isr),
+            list(lagging),
+        )
+        self._start_isr_change(new_isr)
+        return True
+
+    def _maybe_expand_isr(self, replica_id: int, follower_leo: int) -> None:
+        """Kafka's maybeExpandIsr: a follower back at the HW and past this epoch's start rejoins."""
+        if (
+            self.isr_updater is None
+            or self._isr_change is not None
+            or replica_id not in self.replicas
+            or follower_leo < self.log.high_watermark
+            or follower_leo < self.leader_epoch_start_offset
+        ):
+            return
+        new_isr = (*self.isr, replica_id)
+        log.info("%s-%d: expanding ISR from %s to %s", self.topic, self.index, list(self.isr), list(new_isr))
+        self._start_isr_change(new_isr)
+
+    def _start_isr_change(self, new_isr: tuple[int, ...]) -> None:
+        self._isr_change = asyncio.get_running_loop().create_task(self._write_isr(new_isr))
+
+    async def _write_isr(self, new_isr: tuple[int, ...]) -> None:
+        updater = self.isr_updater
+        epoch = self.leader_epoch
+        try:
+            if updater is None:
+                return
+            new = LeaderAndIsr(self.broker_id, epoch, new_isr, self.controller_epoch, self.zk_version)
+            try:
+                version = await updater.update_isr(self.topic, self.index, new)
+            except (ConnectionError, TimeoutError) as e:
+                log.warning("%s-%d: ISR change to %s failed: %s", self.topic, self.index, list(new_isr), e)
+                return
+            if version is None:
+                log.info(
+                    "%s-%d: ISR change to %s fenced (zkVersion %d is stale); waiting for the controller",
+                    self.topic,
+                    self.index,
+                    list(new_isr),
+                    self.zk_version,
+                )
+                return
+            if self.role is Role.LEADER and self.leader_epoch == epoch:
+                self.isr = new_isr
+                self.zk_version = version
+                self._advance_hw()
+        finally:
+            self._isr_change = None
 
     # --- produce ---------------------------------------------------------------------------------
     def append_as_leader(self, records: memoryview, *, now_ms: int, required_acks: int) -> Any:
@@ -139,12 +302,18 @@ class Partition:
         return result
 
     async def wait_replicated(self, last_offset: int) -> None:
-        """acks=-1: return once the high watermark covers `last_offset`."""
-        if self.high_watermark > last_offset:
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._hw_waiters.append((last_offset, fut))
-        await fut
+        """acks=-1: return once the high watermark covers `last_offset` (Kafka's DelayedProduce); raises
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min.insync.replicas."""
+        if self.high_watermark <= last_offset:
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._hw_waiters.append((last_offset, fut))
+            await fut
+        min_isr = int(getattr(self.log.config, "min_insync_replicas", 1))
+        if len(self.isr) < min_isr:
+            raise KafkaError(
+                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                f"{self.topic}-{self.index}: ISR {len(self.isr)} below min.insync.replicas {min_isr}",
+            )
 
     # --- fetch -----------------------------------------------------------------------------------
     def read_records(
@@ -188,9 +357,11 @@ class Partition:
         new_hw = log.log_end_offset
         isr = self.isr
         if len(isr) != 1 or isr[0] != self.broker_id:  # ISR = {self} (standalone): the HW is the LEO
+            followers = self._followers
             for r in isr:
                 if r != self.broker_id:
-                    new_hw = min(new_hw, self._follower_leo.get(r, -1))
+                    state = followers.get(r)
+                    new_hw = min(new_hw, state.leo if state is not None else -1)
         if new_hw > log.high_watermark:
             log.high_watermark = new_hw
             if self._hw_waiters:

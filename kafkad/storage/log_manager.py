@@ -231,6 +231,19 @@ class LogManager(LogManagerPasses):
     def log_dir_of(self, topic: str, partition: int) -> str | None:
         return self._dir_of.get((topic, partition))
 
+    def delete_partition(self, topic: str, partition: int) -> None:
+        """One partition of delete_topic (a replica moved off this broker): renamed now, removed later."""
+        tp = (topic, partition)
+        plog = self._logs.pop(tp, None)
+        if plog is None:
+            return
+        d = self._dir_of.pop(tp)
+        src = Path(d) / f"{topic}-{partition}"
+        dst = Path(d) / f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        os.rename(src, dst)
+        now = self._clock.monotonic_ms()
+        self._queue(now + plog.config.file_delete_delay_ms, d, plog.size_bytes, _close_and_rmtree(plog, dst))
+
     def create_partition(
         self, topic: str, partition: int, overrides: Mapping[str, str] | None = None
     ) -> PartitionLog:
@@ -285,17 +298,8 @@ class LogManager(LogManagerPasses):
         Renames are metadata-only; closing and removing the files is handed out by `collect_deletions`
         after file.delete.delay.ms (in-flight reads keep working until then).
         """
-        now = self._clock.monotonic_ms()
         for p in self.partitions_of(topic):
-            tp = (topic, p)
-            plog = self._logs.pop(tp)
-            d = self._dir_of.pop(tp)
-            src = Path(d) / f"{topic}-{p}"
-            dst = Path(d) / f"{topic}-{p}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-            os.rename(src, dst)
-            self._queue(
-                now + plog.config.file_delete_delay_ms, d, plog.size_bytes, _close_and_rmtree(plog, dst)
-            )
+            self.delete_partition(topic, p)
         self._overrides.pop(topic, None)
 
     def topics(self) -> dict[str, int]:

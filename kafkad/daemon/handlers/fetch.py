@@ -7,6 +7,9 @@ that every watched partition resolves when its high watermark moves (no polling)
 deadline timer.
 Fetch sessions (KIP-227): we answer session_id 0, which tells clients to keep sending full requests.
 read_committed reads the same as read_uncommitted: no transactions, so LSO = HW.
+A follower (replica_id >= 0) reads up to the log end and its fetch offset is its log end offset
+(Partition.update_follower_position: HW, ISR expansion). A current_leader_epoch (v9+) other than ours
+answers FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer), as KIP-320.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ def _read_all(
     body = request.body
     replicas = ctx.broker.replicas
     follower = body.get("replica_id", -1) >= 0
+    now_ms = ctx.broker.clock.time_ms() if follower else 0
     budget = max(0, int(body.get("max_bytes", 0x7FFFFFFF)))
     total = 0
     errors = False
@@ -88,6 +92,13 @@ def _read_all(
             try:
                 if not part.is_leader:
                     raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                epoch = p.get("current_leader_epoch", -1)
+                if epoch != part.leader_epoch and epoch >= 0:  # Fetch v9+ (KIP-320)
+                    raise KafkaError(
+                        ErrorCode.FENCED_LEADER_EPOCH
+                        if epoch < part.leader_epoch
+                        else ErrorCode.UNKNOWN_LEADER_EPOCH
+                    )
                 limit = min(int(p["partition_max_bytes"]), budget - total)
                 if limit > 0 or total == 0:
                     result = part.read_records(
@@ -100,7 +111,7 @@ def _read_all(
                         out["records"] = list(result.slices)
                         total += result.size
                 if follower:
-                    part.update_follower_position(body["replica_id"], p["fetch_offset"])
+                    part.update_follower_position(body["replica_id"], p["fetch_offset"], now_ms)
             except KafkaError as e:
                 if metrics is not None:
                     metrics.record_failed_fetch(name)

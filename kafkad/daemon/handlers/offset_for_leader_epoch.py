@@ -1,4 +1,5 @@
-"""OffsetForLeaderEpoch (23) v2: the end offset of a leader epoch (consumers validating positions)."""
+"""OffsetForLeaderEpoch (23) v2-3: the end offset of a leader epoch (consumers validating positions, and
+followers finding where to truncate: KIP-101/279; v3 adds their replica_id)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 
-@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 2)
+@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     replicas = ctx.broker.replicas
     topics = []

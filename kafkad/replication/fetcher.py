@@ -1,0 +1,387 @@
+"""Follower fetchers (Kafka's ReplicaFetcherManager / AbstractFetcherThread / ReplicaFetcherThread).
+
+One `ReplicaFetcher` per (source broker, fetcher index): a partition followed from broker B goes to
+fetcher (B, hash(topic, partition) % num.replica.fetchers). Each fetcher is one task over one BrokerChannel
+carrying every partition it follows from that broker, in two states per partition:
+
+- truncating (just added, i.e. this broker became a follower, or the leader said our offset is out of its
+  range): KIP-101/279. OffsetForLeaderEpoch(replica_id=us, current_leader_epoch, our latest epoch) to the
+  leader; the leader answers the end offset of the largest epoch <= ours; if it is one we also have, we cut
+  our log at min(its end on the leader, its end here), else we ask again with our largest epoch below the
+  leader's answer. No epoch information anywhere: cut to the high watermark. So an old leader's unreplicated
+  tail is dropped, never merged.
+- fetching: Fetch v11 with replica_id, fetch_offset = our log end, current_leader_epoch; the leader's
+  batches are appended byte for byte (AppendOrigin.REPLICATION keeps offsets, epochs and producer state as
+  the leader wrote them) and our HW becomes min(leader's HW, our LEO).
+
+Errors: NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / UNKNOWN_TOPIC_OR_PARTITION put
+the partition aside for replica.fetch.backoff.ms (the controller's next LeaderAndIsr settles it);
+OFFSET_OUT_OF_RANGE below the leader's log start restarts our log there, above its end re-truncates; a lost
+connection backs the whole fetcher off. Runs on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError
+from kafkad.replication.broker_channel import BrokerChannel
+from kafkad.storage.log_types import AppendOrigin
+
+if TYPE_CHECKING:
+    from kafkad.replication.partition import Partition
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 11
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+UNDEFINED = -1
+TP = tuple[str, int]
+
+_AWAIT_CONTROLLER = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+)
+
+
+def _storage(part: Partition) -> Any:
+    """The partition's storage PartitionLog (the parts of it Partition's protocol does not list)."""
+    return part.log
+
+
+class FetcherConfig(NamedTuple):
+    """replica.fetch.* and friends (Kafka's names in comments)."""
+
+    broker_id: int
+    num_fetchers: int = 1  # num.replica.fetchers
+    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
+    min_bytes: int = 1  # replica.fetch.min.bytes
+    partition_max_bytes: int = 1048576  # replica.fetch.max.bytes
+    response_max_bytes: int = 10485760  # replica.fetch.response.max.bytes
+    backoff_ms: int = 1000  # replica.fetch.backoff.ms
+    request_timeout_ms: int = 30000  # replica.socket.timeout.ms
+    rack: str = ""  # broker.rack
+
+
+class _Follow:
+    """One partition a fetcher follows."""
+
+    __slots__ = ("delayed_until", "epoch", "part", "truncating")
+
+    def __init__(self, part: Partition) -> None:
+        self.part = part
+        self.epoch = part.leader_epoch
+        self.truncating = True
+        self.delayed_until = 0.0
+
+
+class ReplicaFetcher:
+    def __init__(
+        self, source_id: int, host: str, port: int, cfg: FetcherConfig, now_ms: Callable[[], int]
+    ) -> None:
+        self.source_id = source_id
+        self.cfg = cfg
+        self._now_ms = now_ms
+        self.channel = BrokerChannel(
+            host,
+            port,
+            client_id=f"replica-fetcher-{cfg.broker_id}-{source_id}",
+            request_timeout_ms=cfg.request_timeout_ms + cfg.max_wait_ms,
+        )
+        self.partitions: dict[TP, _Follow] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.fetches = 0  # completed Fetch requests (tests, metrics)
+
+    def __repr__(self) -> str:
+        return f"ReplicaFetcher(source={self.source_id}, {len(self.partitions)} partitions)"
+
+    def add(self, parts: Iterable[Partition]) -> None:
+        for part in parts:
+            self.partitions[(part.topic, part.index)] = _Follow(part)
+        self._wake.set()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def remove(self, tps: Iterable[TP]) -> None:
+        for tp in tps:
+            self.partitions.pop(tp, None)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        self.channel.close()
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    # --- the loop --------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        backoff = self.cfg.backoff_ms / 1000
+        while True:
+            try:
+                if not self.partitions:
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                now = time.monotonic()
+                truncating = [f for f in self.partitions.values() if f.truncating and f.delayed_until <= now]
+                if truncating:
+                    await self._truncate(truncating)
+                    continue
+                ready = [f for f in self.partitions.values() if not f.truncating and f.delayed_until <= now]
+                if not ready:
+                    soonest = min(f.delayed_until for f in self.partitions.values())
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), max(0.0, soonest - now))
+                    continue
+                await self._fetch(ready)
+            except asyncio.CancelledError:
+                raise
+            except (ConnectionError, TimeoutError) as e:
+                log.info("%r: %s; retrying in %d ms", self, e, self.cfg.backoff_ms)
+                await asyncio.sleep(backoff)
+            except Exception:
+                log.exception("%r failed; retrying in %d ms", self, self.cfg.backoff_ms)
+                await asyncio.sleep(backoff)
+
+    def _current(self, f: _Follow) -> bool:
+        """Still ours to follow at the epoch we started with (a LeaderAndIsr may have moved it)."""
+        part = f.part
+        return self.partitions.get((part.topic, part.index)) is f and part.leader_epoch == f.epoch
+
+    def _delay(self, f: _Follow) -> None:
+        f.delayed_until = time.monotonic() + self.cfg.backoff_ms / 1000
+
+    # --- truncation (KIP-101 / KIP-279) -----------------------------------------------------------
+    async def _truncate(self, follows: list[_Follow]) -> None:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for f in follows:
+            latest = _storage(f.part).leader_epoch_cache.latest_epoch
+            by_topic.setdefault(f.part.topic, []).append(
+                {"partition": f.part.index, "current_leader_epoch": f.epoch, "leader_epoch": latest}
+            )
+        await self._ask_epochs(follows, by_topic)
+
+    async def _ask_epochs(self, follows: list[_Follow], by_topic: dict[str, list[dict[str, Any]]]) -> None:
+        body = {
+            "replica_id": self.cfg.broker_id,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        resp = await self.channel.request(
+            ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION, body
+        )
+        index = {(f.part.topic, f.part.index): f for f in follows}
+        again: dict[str, list[dict[str, Any]]] = {}
+        for t in resp["topics"]:
+            for p in t["partitions"]:
+                f = index.get((t["topic"], p["partition"]))
+                if f is None or not self._current(f):
+                    continue
+                code = ErrorCode(p["error_code"])
+                if code is not ErrorCode.NONE:
+                    log.info(
+                        "%s-%d: OffsetForLeaderEpoch from %d: %s",
+                        t["topic"],
+                        p["partition"],
+                        self.source_id,
+                        code.name,
+                    )
+                    self._delay(f)
+                    continue
+                retry_epoch = self._apply_epoch_answer(f, p["leader_epoch"], p["end_offset"])
+                if retry_epoch is not None:
+                    again.setdefault(t["topic"], []).append(
+                        {
+                            "partition": p["partition"],
+                            "current_leader_epoch": f.epoch,
+                            "leader_epoch": retry_epoch,
+                        }
+                    )
+        if again:
+            await self._ask_epochs(follows, again)
+
+    def _apply_epoch_answer(self, f: _Follow, leader_epoch: int, leader_end: int) -> int | None:
+        """Kafka's getOffsetTruncationState; truncates and returns None when done, or the epoch to ask next."""
+        part = f.part
+        plog = part.log
+        leo = plog.log_end_offset
+        if leader_end == UNDEFINED:  # the leader knows no epochs: fall back to the high watermark
+            target = min(plog.high_watermark, leo)
+        elif leader_epoch == UNDEFINED:
+            target = min(leader_end, leo)
+        else:
+            own_epoch, own_end = plog.end_offset_for_epoch(leader_epoch)
+            if own_epoch == UNDEFINED:
+                target = min(leader_end, leo)
+            elif own_epoch != leader_epoch:
+                # We never had the leader's epoch: cut at the end of our largest epoch below it, and ask
+                # again about that one.
+                self._truncate_to(part, min(own_end, leo))
+                return own_epoch
+            else:
+                target = min(leader_end, own_end, leo)
+        self._truncate_to(part, target)
+        f.truncating = False
+        return None
+
+    def _truncate_to(self, part: Partition, offset: int) -> None:
+        plog = _storage(part)
+        if offset < plog.log_end_offset:
+            log.info(
+                "%s-%d: truncating from %d to %d (leader %d, epoch %d)",
+                part.topic,
+                part.index,
+                plog.log_end_offset,
+                offset,
+                self.source_id,
+                part.leader_epoch,
+            )
+            plog.truncate_to(offset)
+            part.wake_waiters()
+
+    # --- fetching ----------------------------------------------------------------------------------
+    async def _fetch(self, follows: list[_Follow]) -> None:
+        cfg = self.cfg
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for f in follows:
+            plog = f.part.log
+            by_topic.setdefault(f.part.topic, []).append(
+                {
+                    "partition": f.part.index,
+                    "current_leader_epoch": f.epoch,
+                    "fetch_offset": plog.log_end_offset,
+                    "log_start_offset": plog.log_start_offset,
+                    "partition_max_bytes": cfg.partition_max_bytes,
+                }
+            )
+        body = {
+            "replica_id": cfg.broker_id,
+            "max_wait_ms": cfg.max_wait_ms,
+            "min_bytes": cfg.min_bytes,
+            "max_bytes": cfg.response_max_bytes,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            "forgotten_topics_data": [],
+            "rack_id": cfg.rack,
+        }
+        sent = {(f.part.topic, f.part.index): (f, f.part.log.log_end_offset) for f in follows}
+        resp = await self.channel.request(ApiKey.FETCH, FETCH_VERSION, body)
+        self.fetches += 1
+        if resp.get("error_code"):
+            log.info("%r: Fetch error %s", self, ErrorCode(resp["error_code"]).name)
+            for f in follows:
+                self._delay(f)
+            return
+        now_ms = self._now_ms()
+        for t in resp["responses"]:
+            for p in t["partitions"]:
+                entry = sent.get((t["topic"], p["partition_index"]))
+                if entry is None:
+                    continue
+                f, offset = entry
+                if not self._current(f) or f.part.log.log_end_offset != offset:
+                    continue  # moved or truncated while the fetch was out
+                self._process(f, p, now_ms)
+
+    def _process(self, f: _Follow, p: dict[str, Any], now_ms: int) -> None:
+        part = f.part
+        plog = _storage(part)
+        code = ErrorCode(p["error_code"])
+        if code is ErrorCode.NONE:
+            records = p["records"]
+            if records:
+                try:
+                    plog.append(records, leader_epoch=f.epoch, now_ms=now_ms, origin=AppendOrigin.REPLICATION)
+                except KafkaError as e:
+                    log.error("%s-%d: appending replicated batches failed: %s", part.topic, part.index, e)
+                    self._delay(f)
+                    return
+            part.follower_advanced(p["high_watermark"], p["log_start_offset"])
+        elif code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            leader_start = p["log_start_offset"]
+            if leader_start >= 0 and plog.log_end_offset < leader_start:
+                log.info(
+                    "%s-%d: our end %d is below the leader's log start %d: restarting there",
+                    part.topic,
+                    part.index,
+                    plog.log_end_offset,
+                    leader_start,
+                )
+                plog.truncate_fully_and_start_at(leader_start)
+            else:
+                f.truncating = True
+        elif code in _AWAIT_CONTROLLER:
+            log.debug("%s-%d: fetch from %d: %s", part.topic, part.index, self.source_id, code.name)
+            self._delay(f)
+        else:
+            log.warning("%s-%d: fetch from %d: %s", part.topic, part.index, self.source_id, code.name)
+            self._delay(f)
+
+
+class FetcherManager:
+    """Kafka's ReplicaFetcherManager: which fetcher follows which partition."""
+
+    def __init__(self, cfg: FetcherConfig, now_ms: Callable[[], int]) -> None:
+        self.cfg = cfg
+        self._now_ms = now_ms
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._assigned: dict[TP, tuple[int, int]] = {}
+
+    def fetcher_id(self, tp: TP) -> int:
+        # Kafka: Utils.abs(31 * topic.hashCode + partition) % numFetchers; any stable spread will do.
+        return (sum(tp[0].encode()) * 31 + tp[1]) % max(1, self.cfg.num_fetchers)
+
+    def add(self, parts: Iterable[Partition], leader_id: int, host: str, port: int) -> None:
+        groups: dict[tuple[int, int], list[Partition]] = {}
+        for part in parts:
+            tp = (part.topic, part.index)
+            self._remove_one(tp)
+            key = (leader_id, self.fetcher_id(tp))
+            groups.setdefault(key, []).append(part)
+            self._assigned[tp] = key
+        for key, ps in groups.items():
+            fetcher = self.fetchers.get(key)
+            if fetcher is None:
+                fetcher = self.fetchers[key] = ReplicaFetcher(leader_id, host, port, self.cfg, self._now_ms)
+            else:
+                fetcher.channel.set_address(host, port)
+            fetcher.add(ps)
+
+    def remove(self, tps: Iterable[TP]) -> None:
+        for tp in tps:
+            self._remove_one(tp)
+
+    def _remove_one(self, tp: TP) -> None:
+        key = self._assigned.pop(tp, None)
+        if key is not None and key in self.fetchers:
+            self.fetchers[key].remove((tp,))
+
+    def following(self, tp: TP) -> int | None:
+        """The broker `tp` is fetched from, if any."""
+        key = self._assigned.get(tp)
+        return None if key is None else key[0]
+
+    async def shutdown_idle(self) -> None:
+        """Stop fetchers left with no partitions (Kafka's shutdownIdleFetcherThreads)."""
+        for key, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                del self.fetchers[key]
+                await fetcher.stop()
+
+    async def shutdown(self) -> None:
+        fetchers, self.fetchers = list(self.fetchers.values()), {}
+        self._assigned.clear()
+        await asyncio.gather(*(f.stop() for f in fetchers), return_exceptions=True)

@@ -319,9 +319,14 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
 
     zk = opt_s("zookeeper.connect")
     broker_id = i("broker.id")
-    # -1 stays -1 here: the log dirs' meta.properties generate an id once and keep it (standalone only).
-    if broker_id < 0 and zk is not None:
-        raise _err(s, "broker.id", "must be set (>= 0) when zookeeper.connect is set")
+    # -1 stays -1 here: the log dirs' meta.properties keep an id generated once (cluster mode: from
+    # /brokers/seqid, when broker.id.generation.enable).
+    if broker_id < 0 and zk is not None and not b("broker.id.generation.enable"):
+        raise _err(
+            s,
+            "broker.id",
+            "must be set (>= 0) when zookeeper.connect is set without broker.id.generation.enable",
+        )
     listeners = tuple(parse_listener(x) for x in lst("listeners"))
     if not listeners:
         raise _err(s, "listeners", "at least one listener is required")

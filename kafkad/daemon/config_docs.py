@@ -62,6 +62,7 @@ def render_markdown() -> str:
         "socket": "Network",
         "log": "Logs and retention",
         "zookeeper": "ZooKeeper and replication",
+        "controller": "Controller and cluster membership",
         "group": "Consumer groups",
         "metrics": "Metrics",
         "bridge": "Spark bridge",

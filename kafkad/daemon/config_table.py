@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kafkad.daemon.config_defs import ConfigKey
 from kafkad.daemon.config_keys.bridge import BRIDGE_KEYS
+from kafkad.daemon.config_keys.controller import CONTROLLER_KEYS
 from kafkad.daemon.config_keys.groups import GROUP_KEYS
 from kafkad.daemon.config_keys.replication import REPLICATION_KEYS
 from kafkad.daemon.config_keys.server import METRICS_KEYS, SERVER_KEYS, SOCKET_KEYS
@@ -23,6 +24,7 @@ KEYS: tuple[ConfigKey, ...] = (
     *LOG_KEYS,
     *ZOOKEEPER_KEYS,
     *REPLICATION_KEYS,
+    *CONTROLLER_KEYS,
     *GROUP_KEYS,
     *METRICS_KEYS,
     *BRIDGE_KEYS,

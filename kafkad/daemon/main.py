@@ -154,8 +154,14 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             log.warning("cannot handle signal %s: %s", sig.name, e)
 
     dirs = config.storage.log_dirs
+    cluster = None  # cluster mode (zookeeper.connect): daemon/cluster_mode.py
+    if not config.standalone:
+        from kafkad.daemon.cluster_mode import ClusterMode
+
+        cluster = await ClusterMode.connect(config)
+    meta = cluster.meta_args() if cluster else {}
     broker_id, cluster_id = await loop.run_in_executor(
-        None, lambda: ensure_meta_properties(dirs, config.server.broker_id)
+        None, lambda: ensure_meta_properties(dirs, config.server.broker_id, **meta)
     )
     gate = _bridge_gate(config)
     log_manager = LogManager(
@@ -213,6 +219,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     bound = await server.start(config.server.listeners, interfaces.bind_host if interfaces else None)
     if watcher is not None:
         await loop.run_in_executor(None, watcher.start)
+    if cluster is not None:
+        await cluster.start(broker)
     ops.ready(f"serving {n} partitions")
     log.info(
         "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s",
@@ -259,6 +267,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
 
     await stop.wait()
     log.info("shutting down")
+    if cluster is not None:
+        await cluster.controlled_shutdown()
     ops.stopping()
     broker.stopping = True
     server.stop_accepting()
@@ -279,6 +289,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     if watcher is not None:
         await loop.run_in_executor(None, watcher.stop)
     _stop_groups(broker)
+    if cluster is not None:
+        await cluster.close()
     await loop.run_in_executor(None, log_manager.shutdown)
     await ops.close()
     log.info("shut down cleanly")

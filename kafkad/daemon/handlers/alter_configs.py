@@ -20,6 +20,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     lm = broker.log_manager
     loop = asyncio.get_running_loop()
     validate_only = bool(request.body.get("validate_only"))
+    cluster = broker.services.get("cluster")
     responses = []
     for res in request.body["resources"]:
         rtype, rname = res["resource_type"], res["resource_name"]
@@ -37,6 +38,12 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 )
             if rtype != TOPIC:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
+            if cluster is not None:  # /config/topics + a /config/changes notification every broker applies
+                await cluster.alter_topic_configs(
+                    rname, {c["name"]: c["value"] for c in res["configs"]}, validate_only
+                )
+                responses.append(out)
+                continue
             if not broker.replicas.has_topic(rname):
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
             overrides: dict[str, str] = {}

@@ -22,10 +22,16 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
 @handler(ApiKey.CREATE_PARTITIONS, 0, 1, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
+    cluster = broker.services.get("cluster")
     results = []
     for t in request.body["topics"]:
         name, count = t["name"], t["count"]
         try:
+            if cluster is not None:
+                explicit = [list(a["broker_ids"]) for a in t.get("assignments") or []] or None
+                await cluster.create_partitions(name, count, explicit, request.body["validate_only"])
+                results.append({"name": name, "error_code": 0, "error_message": None})
+                continue
             current = len(broker.replicas.partitions_of(name))
             if current == 0:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")

@@ -22,6 +22,20 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     if not broker.config.server.delete_topic_enable:
         return _error_body(request, ErrorCode.TOPIC_DELETION_DISABLED)
+    cluster = broker.services.get("cluster")
+    if cluster is not None:  # marked in /admin/delete_topics; the controller deletes (waits up to timeout_ms)
+        names = list(request.body["topic_names"])
+        bad = {n for n in names if topic_name_error(n)}
+        codes = await cluster.delete_topics(
+            [n for n in names if n not in bad], request.body["timeout_ms"] / 1000
+        )
+        return {
+            "throttle_time_ms": 0,
+            "responses": [
+                {"name": n, "error_code": int(ErrorCode.INVALID_TOPIC_EXCEPTION if n in bad else codes[n])}
+                for n in names
+            ],
+        }
     out = []
     for name in request.body["topic_names"]:
         try:

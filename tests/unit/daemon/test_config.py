@@ -71,7 +71,8 @@ def test_error_names_file_line_key(tmp_path: Path) -> None:
 
 def test_cross_key_checks() -> None:
     with pytest.raises(ConfigError, match=r"broker\.id: must be set"):
-        load_config(None, ["zookeeper.connect=localhost:2181"])
+        load_config(None, ["zookeeper.connect=localhost:2181", "broker.id.generation.enable=false"])
+    assert load_config(None, ["zookeeper.connect=localhost:2181"]).server.broker_id == -1
     with pytest.raises(ConfigError, match=r"bridge\.landing\.dir"):
         load_config(None, ["bridge.enabled=true"])
 

@@ -1,0 +1,507 @@
+"""The controller: election through /controller, one serial event queue, failover from ZooKeeper.
+
+Every broker runs a Controller object; at most one is active. Election (KafkaController.elect): if
+/controller exists, follow it; else create it (ephemeral) in one multi with the setData of
+/controller_epoch conditional on its zkVersion, so exactly one broker wins each epoch. The winner rebuilds a
+ControllerContext from ZooKeeper (brokers, topics, assignments, partition states), sends UpdateMetadata to
+everyone and LeaderAndIsr to every live replica, elects leaders for leaderless partitions, then reacts to
+events.
+
+Events (ZooKeeper watches, admin calls, ControlledShutdown requests, timers) are queued and processed one
+at a time; events needing an active controller are skipped otherwise. Watches are one-shot: each handler
+re-reads with a watch. SUSPENDED stops acting at once (context dropped); LOST resigns; a new session
+re-elects. A ControllerMovedError from any fenced write resigns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafkad.election import znodes as Z
+from kafkad.election.channel import ControllerChannel
+from kafkad.election.context import TP, ControllerContext
+from kafkad.election.partition_ops import ControllerMovedError, PartitionOps
+from kafkad.election.state_machines import PartitionStateName, ReplicaStateName
+from kafkad.election.zk_client import (
+    BadVersionError,
+    CreateOp,
+    DeleteOp,
+    NodeExistsError,
+    NoNodeError,
+    SetOp,
+    WatchedEvent,
+    ZkClient,
+    ZkState,
+)
+from kafkad.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    unclean_leader_election: bool = False
+    auto_leader_rebalance: bool = True
+    imbalance_check_interval_s: float = 300.0
+    imbalance_per_broker_percentage: int = 10
+    socket_timeout_ms: int = 30000
+
+
+Event = Callable[[], Awaitable[Any]]
+
+
+class Controller:
+    def __init__(
+        self,
+        zk: ZkClient,
+        broker_id: int,
+        settings: ControllerSettings,
+        topic_unclean: Callable[[str], bool | None] | None = None,
+    ) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.settings = settings
+        self.ctx = ControllerContext()
+        self.active = False
+        self.controller_id = -1
+        self.channel: ControllerChannel | None = None
+        self._topic_unclean = topic_unclean or (lambda _t: None)
+        self.ops = PartitionOps(self.ctx, zk, broker_id, self._unclean_allowed)
+        self._queue: asyncio.Queue[tuple[str, Event, bool]] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._rebalance_task: asyncio.Task[None] | None = None
+        self._became_active: list[Callable[[bool], None]] = []
+        self.elections = 0
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        v = self._topic_unclean(topic)
+        return self.settings.unclean_leader_election if v is None else v
+
+    # --- lifecycle -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="controller-events")
+        self.put("Startup", self._elect, active_only=False)
+
+    async def close(self) -> None:
+        self._resign("shutting down")
+        for t in (self._task, self._rebalance_task):
+            if t is not None:
+                t.cancel()
+        await asyncio.gather(*(t for t in (self._task, self._rebalance_task) if t), return_exceptions=True)
+
+    def on_active_change(self, cb: Callable[[bool], None]) -> None:
+        self._became_active.append(cb)
+
+    def on_zk_state(self, state: ZkState, new_session: bool) -> None:
+        """From ZkClient (on the loop). The broker registers again before calling this on a new session."""
+        if state in (ZkState.SUSPENDED, ZkState.LOST):
+            self._resign(f"ZooKeeper {state.value}")
+        elif state is ZkState.CONNECTED:
+            self.put("Reelect", self._elect, active_only=False)
+
+    def put(self, name: str, event: Event, active_only: bool = True) -> None:
+        self._queue.put_nowait((name, event, active_only))
+
+    async def call(self, name: str, event: Callable[[], Awaitable[Any]]) -> Any:
+        """Run `event` on the queue (only while active; NOT_CONTROLLER otherwise) and return its result."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        async def run() -> None:
+            if not self.active:
+                fut.set_exception(KafkaError(ErrorCode.NOT_CONTROLLER, "this broker is not the controller"))
+                return
+            try:
+                fut.set_result(await event())
+            except BaseException as e:
+                fut.set_exception(e)
+                raise
+
+        self.put(name, run, active_only=False)
+        return await fut
+
+    async def _run(self) -> None:
+        while True:
+            name, event, active_only = await self._queue.get()
+            if active_only and not self.active:
+                continue
+            try:
+                await event()
+                if self.active and self.channel is not None and not self.ops.batch.empty():
+                    self.ops.batch.send(self.channel)
+            except ControllerMovedError as e:
+                log.warning("controller moved while processing %s: %s", name, e)
+                self._resign("controller moved")
+                self.put("Reelect", self._elect, active_only=False)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller event %s failed", name)
+
+    # --- election --------------------------------------------------------------------------------------
+    def _watch_controller(self, _event: WatchedEvent) -> None:
+        self.put("ControllerChange", self._controller_change, active_only=False)
+
+    async def _controller_change(self) -> None:
+        got = await self.zk.get_or_none(Z.CONTROLLER, watch=self._watch_controller)
+        if got is None:
+            self._resign("/controller deleted")
+            await self._elect()
+            return
+        cid = Z.ControllerZNode.decode(got[0])
+        self.controller_id = cid if cid is not None else -1
+        if self.active and cid != self.broker_id:
+            self._resign(f"broker {cid} is the controller now")
+
+    async def _elect(self) -> None:
+        if not self.zk.connected:
+            return
+        while True:
+            got = await self.zk.get_or_none(Z.CONTROLLER, watch=self._watch_controller)
+            if got is not None:
+                cid = Z.ControllerZNode.decode(got[0])
+                self.controller_id = cid if cid is not None else -1
+                if cid == self.broker_id and got[1].ephemeralOwner == self.zk.session_id and not self.active:
+                    await self._resume_after_reconnect()
+                elif cid != self.broker_id and self.active:
+                    self._resign(f"broker {cid} is the controller")
+                return
+            epoch_data = await self.zk.get_or_none(Z.CONTROLLER_EPOCH)
+            if epoch_data is None:
+                with contextlib.suppress(NodeExistsError):
+                    await self.zk.create(Z.CONTROLLER_EPOCH, Z.ControllerEpochZNode.encode(0))
+                continue
+            epoch, version = Z.ControllerEpochZNode.decode(epoch_data[0]), epoch_data[1].version
+            try:
+                results = await self.zk.multi(
+                    [
+                        CreateOp(Z.CONTROLLER, Z.ControllerZNode.encode(self.broker_id), ephemeral=True),
+                        SetOp(Z.CONTROLLER_EPOCH, Z.ControllerEpochZNode.encode(epoch + 1), version),
+                    ]
+                )
+            except (NodeExistsError, BadVersionError):
+                continue  # someone else won this round: read who
+            await self.zk.exists(Z.CONTROLLER, watch=self._watch_controller)
+            self.ctx.reset()
+            self.ctx.epoch, self.ctx.epoch_zk_version = epoch + 1, results[1].version
+            self.controller_id = self.broker_id
+            await self._failover()
+            return
+
+    async def _resume_after_reconnect(self) -> None:
+        """Our /controller survived a connection loss (same session): act again with the same epoch."""
+        got = await self.zk.get(Z.CONTROLLER_EPOCH)
+        self.ctx.reset()
+        self.ctx.epoch, self.ctx.epoch_zk_version = Z.ControllerEpochZNode.decode(got[0]), got[1].version
+        await self._failover()
+
+    def _resign(self, why: str) -> None:
+        if not self.active:
+            return
+        log.warning("controller %d (epoch %d) resigns: %s", self.broker_id, self.ctx.epoch, why)
+        self.active = False
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
+            self._rebalance_task = None
+        self.ctx.reset()
+        self.ops.batch = self.ops.batch.__class__(self.ctx, self.broker_id)
+        for cb in self._became_active:
+            cb(False)
+
+    async def _failover(self) -> None:
+        """onControllerFailover: rebuild the context from ZooKeeper and tell every broker the state."""
+        ctx = self.ctx
+        log.info(
+            "broker %d is the controller (epoch %d); loading the cluster state", self.broker_id, ctx.epoch
+        )
+        self.channel = ControllerChannel(self.broker_id, request_timeout_ms=self.settings.socket_timeout_ms)
+        self.ops.batch = self.ops.batch.__class__(ctx, self.broker_id)
+        await self._read_brokers()
+        for b in ctx.live_brokers.values():
+            self.channel.add_broker(b)
+        topics = await self.zk.children(Z.BROKER_TOPICS, watch=self._watch_topics)
+        await asyncio.gather(*(self._read_topic(t) for t in topics))
+        states = await asyncio.gather(*(self.ops.read_state(tp) for tp in ctx.assignment))
+        for tp, st in zip(list(ctx.assignment), states, strict=True):
+            if st is not None:
+                ctx.leaders[tp] = st
+        for tp in ctx.assignment:
+            st = ctx.leaders.get(tp)
+            if st is None:
+                ctx.partition_states[tp] = PartitionStateName.NEW
+            else:
+                ctx.partition_states[tp] = (
+                    PartitionStateName.ONLINE if ctx.is_live(st.leader) else PartitionStateName.OFFLINE
+                )
+            for r in ctx.assignment[tp]:
+                ctx.replica_states[(tp, r)] = (
+                    ReplicaStateName.ONLINE if ctx.is_live(r) else ReplicaStateName.OFFLINE
+                )
+        deleting = await self.zk.children(Z.DELETE_TOPICS, watch=self._watch_deletions)
+        ctx.topics_to_delete.update(t for t in deleting if t in ctx.topics())
+        self.active = True
+        self.elections += 1
+        for cb in self._became_active:
+            cb(True)
+        batch = self.ops.batch
+        batch.add_update_metadata(ctx.live_ids, list(ctx.leaders))
+        for tp in ctx.leaders:
+            if tp[0] not in ctx.topics_to_delete:
+                batch.add_leader_and_isr([b for b in ctx.assignment[tp] if ctx.is_live(b)], tp)
+        new = [tp for tp in ctx.assignment if tp not in ctx.leaders]
+        if new:
+            ctx.partition_states.update(dict.fromkeys(new, PartitionStateName.NON_EXISTENT))
+            await self.ops.on_new_partitions(new)
+        await self.ops.trigger_online_partitions()
+        self.put("IsrChangeNotification", self._isr_changes)
+        self.put("TopicDeletion", self._deletions)
+        self.put("PreferredReplicaElection", self._preferred_znode)
+        await self.zk.exists(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)
+        if self.settings.auto_leader_rebalance:
+            self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_timer())
+        log.info(
+            "controller %d ready: %d live brokers, %d topics, %d partitions",
+            self.broker_id,
+            len(ctx.live_brokers),
+            len(ctx.topics()),
+            len(ctx.assignment),
+        )
+
+    # --- brokers ---------------------------------------------------------------------------------------
+    def _watch_brokers(self, _event: WatchedEvent) -> None:
+        self.put("BrokerChange", self._broker_change)
+
+    async def _read_brokers(self) -> dict[int, Z.BrokerInfo]:
+        ids = await self.zk.children(Z.BROKER_IDS, watch=self._watch_brokers)
+        got = await asyncio.gather(*(self.zk.get_or_none(f"{Z.BROKER_IDS}/{i}") for i in ids))
+        brokers = {
+            int(i): Z.BrokerIdZNode.decode(int(i), g[0], g[1].czxid)
+            for i, g in zip(ids, got, strict=True)
+            if g
+        }
+        if not self.active:
+            self.ctx.live_brokers = brokers
+        return brokers
+
+    async def _broker_change(self) -> None:
+        ctx = self.ctx
+        brokers = await self._read_brokers()
+        old = ctx.live_brokers
+        bounced = [b for b in brokers if b in old and brokers[b].epoch != old[b].epoch]
+        dead = sorted((set(old) - set(brokers)) | set(bounced))
+        new = sorted((set(brokers) - set(old)) | set(bounced))
+        if not dead and not new:
+            return
+        log.info("brokers changed: new %s, dead %s (bounced %s)", new, dead, bounced)
+        assert self.channel is not None
+        for b in dead:
+            ctx.live_brokers.pop(b, None)
+            ctx.shutting_down.discard(b)
+            self.channel.remove_broker(b)
+        if dead:
+            await self.ops.on_broker_failure(dead)
+        for b in new:
+            ctx.live_brokers[b] = brokers[b]
+            self.channel.add_broker(brokers[b])
+        if new:
+            await self.ops.on_broker_startup(new)
+            if ctx.topics_to_delete:
+                self.put("TopicDeletion", self._deletions)
+
+    # --- topics ----------------------------------------------------------------------------------------
+    def _watch_topics(self, _event: WatchedEvent) -> None:
+        self.put("TopicChange", self._topic_change)
+
+    def _watch_topic(self, event: WatchedEvent) -> None:
+        topic = event.path.rsplit("/", 1)[-1]
+        self.put("PartitionModifications", lambda: self._partition_modifications(topic))
+
+    async def _read_topic(self, topic: str) -> list[TP]:
+        got = await self.zk.get_or_none(Z.TopicZNode.path(topic), watch=self._watch_topic)
+        if got is None:
+            return []
+        a = Z.TopicZNode.decode(got[0])
+        added = [(topic, p) for p in a.partitions if (topic, p) not in self.ctx.assignment]
+        self.ctx.add_topic(topic, a.partitions, a.topic_id)
+        return added
+
+    async def _topic_change(self) -> None:
+        ctx = self.ctx
+        topics = set(await self.zk.children(Z.BROKER_TOPICS, watch=self._watch_topics))
+        for gone in ctx.topics() - topics:
+            ctx.remove_topic(gone)
+        added: list[TP] = []
+        for t in sorted(topics - ctx.topics()):
+            added += await self._read_topic(t)
+        if added:
+            log.info("new topic partitions: %d", len(added))
+            await self.ops.on_new_partitions(added)
+
+    async def _partition_modifications(self, topic: str) -> None:
+        if topic not in self.ctx.topics():
+            return
+        added = await self._read_topic(topic)
+        if added:
+            await self.ops.on_new_partitions(added)
+
+    # --- ISR change notifications -------------------------------------------------------------------------
+    def _watch_isr(self, _event: WatchedEvent) -> None:
+        self.put("IsrChangeNotification", self._isr_changes)
+
+    async def _isr_changes(self) -> None:
+        kids = await self.zk.children(Z.ISR_CHANGE_NOTIFICATION, watch=self._watch_isr)
+        if not kids:
+            return
+        changed: set[TP] = set()
+        for k in kids:
+            got = await self.zk.get_or_none(f"{Z.ISR_CHANGE_NOTIFICATION}/{k}")
+            if got is not None:
+                changed.update(Z.IsrChangeNotificationZNode.decode(got[0]))
+        with contextlib.suppress(NoNodeError):
+            await self.ops.fenced([DeleteOp(f"{Z.ISR_CHANGE_NOTIFICATION}/{k}") for k in kids])
+        changed &= set(self.ctx.assignment)
+        states = await asyncio.gather(*(self.ops.read_state(tp) for tp in changed))
+        for tp, st in zip(list(changed), states, strict=True):
+            if st is not None:
+                self.ctx.leaders[tp] = st
+        self.ops.batch.add_update_metadata(self.ctx.live_ids, changed)
+
+    # --- topic deletion ---------------------------------------------------------------------------------
+    def _watch_deletions(self, _event: WatchedEvent) -> None:
+        self.put("TopicDeletion", self._deletions)
+
+    async def _deletions(self) -> None:
+        ctx = self.ctx
+        marked = set(await self.zk.children(Z.DELETE_TOPICS, watch=self._watch_deletions))
+        for t in sorted(marked - ctx.topics()):
+            with contextlib.suppress(NoNodeError):
+                await self.ops.fenced([DeleteOp(Z.DeleteTopicZNode.path(t))])
+        ctx.topics_to_delete.update(marked & ctx.topics())
+        for t in sorted(ctx.topics_to_delete):
+            await self._delete_topic(t)
+
+    async def _delete_topic(self, topic: str) -> None:
+        """TopicDeletionManager, simplified: UpdateMetadata (leader -2), StopReplica(delete) to every replica
+        once all are live; when every replica answered, the znodes go."""
+        ctx = self.ctx
+        tps = ctx.partitions_of(topic)
+        replicas = [(tp, b) for tp in tps for b in ctx.assignment[tp]]
+        if any(not ctx.is_live(b) for _, b in replicas):
+            log.info("deletion of %s waits for replicas on dead brokers", topic)
+            return
+        self.ops.batch.add_update_metadata(ctx.live_ids, tps, deleted=True)
+        pending = {b for _, b in replicas}
+        for tp, b in replicas:
+            ctx.replica_states[(tp, b)] = ReplicaStateName.DELETION_STARTED
+
+        def answered(broker: int, _resp: dict[str, Any] | None) -> None:
+            pending.discard(broker)
+            if not pending:
+                self.put("TopicDeletionDone", lambda: self._finish_deletion(topic))
+
+        for tp, b in replicas:
+            self.ops.batch.add_stop_replica(b, tp, delete=True, callback=answered)
+
+    async def _finish_deletion(self, topic: str) -> None:
+        ctx = self.ctx
+        if topic not in ctx.topics_to_delete:
+            return
+        tps = ctx.partitions_of(topic)
+        for tp in tps:
+            await self.zk.delete_recursive(Z.PartitionStateZNode.path(*tp).rsplit("/", 1)[0])
+        await self.zk.delete_recursive(f"{Z.TopicZNode.path(topic)}/partitions")
+        ops = [DeleteOp(Z.TopicZNode.path(topic)), DeleteOp(Z.DeleteTopicZNode.path(topic))]
+        if await self.zk.exists(Z.TopicConfigZNode.path(topic)) is not None:
+            ops.append(DeleteOp(Z.TopicConfigZNode.path(topic)))
+        try:
+            await self.ops.fenced(ops)
+        except NoNodeError:
+            await self.zk.delete_recursive(Z.TopicZNode.path(topic))
+            await self.zk.delete_recursive(Z.DeleteTopicZNode.path(topic))
+        ctx.remove_topic(topic)
+        log.info("topic %s deleted", topic)
+
+    # --- controlled shutdown ------------------------------------------------------------------------------
+    async def controlled_shutdown(self, broker: int, broker_epoch: int) -> list[TP]:
+        async def run() -> list[TP]:
+            ctx = self.ctx
+            if not ctx.is_live(broker):
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker} is not alive")
+            if broker_epoch != -1 and broker_epoch < ctx.broker_epoch(broker):
+                raise KafkaError(ErrorCode.STALE_BROKER_EPOCH, f"broker epoch {broker_epoch} is stale")
+            remaining = await self.ops.controlled_shutdown(broker)
+            log.info(
+                "controlled shutdown of broker %d: %d partitions remain led by it", broker, len(remaining)
+            )
+            return remaining
+
+        result: list[TP] = await self.call("ControlledShutdown", run)
+        return result
+
+    # --- preferred leader election ------------------------------------------------------------------------
+    async def elect_preferred(self, tps: Sequence[TP] | None) -> dict[TP, ErrorCode]:
+        async def run() -> dict[TP, ErrorCode]:
+            ctx = self.ctx
+            wanted = list(ctx.leaders) if tps is None else list(tps)
+            out: dict[TP, ErrorCode] = {}
+            known = [tp for tp in wanted if tp in ctx.leaders]
+            for tp in wanted:
+                if tp not in ctx.leaders:
+                    out[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            already = [tp for tp in known if ctx.assignment[tp][0] == ctx.leaders[tp].leader]
+            for tp in already:
+                out[tp] = ErrorCode.ELECTION_NOT_NEEDED
+            written, failed = await self.ops.preferred([tp for tp in known if tp not in already])
+            for tp in written:
+                out[tp] = ErrorCode.NONE
+            for tp in failed:
+                out[tp] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+            return out
+
+        result: dict[TP, ErrorCode] = await self.call("PreferredLeaderElection", run)
+        return result
+
+    def _watch_preferred(self, _event: WatchedEvent) -> None:
+        self.put("PreferredReplicaElection", self._preferred_znode)
+
+    async def _preferred_znode(self) -> None:
+        got = await self.zk.get_or_none(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)
+        if got is None:
+            return
+        tps = [tp for tp in Z.PreferredReplicaElectionZNode.decode(got[0]) if tp in self.ctx.leaders]
+        await self.ops.preferred(tps)
+        with contextlib.suppress(NoNodeError):
+            await self.ops.fenced([DeleteOp(Z.PREFERRED_REPLICA_ELECTION)])
+        await self.zk.exists(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)
+
+    async def _rebalance_timer(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.imbalance_check_interval_s)
+            self.put("AutoPreferredReplicaLeaderElection", self._auto_rebalance)
+
+    async def _auto_rebalance(self) -> None:
+        """checkAndTriggerAutoLeaderRebalance: per preferred broker, if more than the allowed share of its
+        partitions is led by someone else, elect it back where it is live and in the ISR."""
+        ctx = self.ctx
+        by_pref: dict[int, list[TP]] = {}
+        for tp, reps in ctx.assignment.items():
+            if reps and tp in ctx.leaders and tp[0] not in ctx.topics_to_delete:
+                by_pref.setdefault(reps[0], []).append(tp)
+        todo: list[TP] = []
+        for b, tps in by_pref.items():
+            if not ctx.is_live(b) or b in ctx.shutting_down:
+                continue
+            off = [tp for tp in tps if ctx.leaders[tp].leader != b]
+            if off and 100 * len(off) / len(tps) > self.settings.imbalance_per_broker_percentage:
+                todo += off
+        if todo:
+            written, _ = await self.ops.preferred(todo)
+            if written:
+                log.info("auto leader rebalance moved %d partitions to their preferred leaders", len(written))

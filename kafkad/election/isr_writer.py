@@ -1,0 +1,81 @@
+"""IsrWriter: replication's IsrUpdater over ZooKeeper (Kafka <= 2.6: the leader writes the state znode).
+
+`update_isr` is a setData of /brokers/topics/<t>/partitions/<p>/state conditional on the zkVersion the
+leader knows. On BADVERSION, as Kafka's ReplicationUtils.checkLeaderAndIsrZkData, the znode is read back:
+if it already holds exactly what we wanted (our earlier write went through but its answer was lost), that
+is success; otherwise the controller changed the partition and the leader is fenced (None). Each successful
+change is recorded under /isr_change_notification, batched over a short window (Kafka batches for 2.5 s;
+we use `notify_delay_s`) so the controller sends one UpdateMetadata for a burst of changes.
+
+Runs on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kafkad.election import znodes as Z
+from kafkad.election.zk_client import BadVersionError, NoNodeError, ZkClient
+from kafkad.replication.isr import LeaderAndIsr
+
+log = logging.getLogger(__name__)
+
+
+class IsrWriter:
+    def __init__(self, zk: ZkClient, *, notify_delay_s: float = 0.05) -> None:
+        self.zk = zk
+        self.notify_delay_s = notify_delay_s
+        self._pending: set[tuple[str, int]] = set()
+        self._flush: asyncio.Task[None] | None = None
+
+    async def update_isr(self, topic: str, partition: int, new: LeaderAndIsr) -> int | None:
+        path = Z.PartitionStateZNode.path(topic, partition)
+        wanted = Z.PartitionState(new.leader, new.leader_epoch, tuple(new.isr), new.controller_epoch)
+        data = Z.PartitionStateZNode.encode(wanted)
+        try:
+            try:
+                stat = await self.zk.set(path, data, new.zk_version)
+                version: int = stat.version
+            except BadVersionError:
+                got = await self.zk.get_or_none(path)
+                if got is None:
+                    return None
+                current = Z.PartitionStateZNode.decode(got[0], got[1].version)
+                if current._replace(zk_version=0) != wanted:
+                    log.info(
+                        "ISR update of %s-%d fenced: znode at version %d", topic, partition, got[1].version
+                    )
+                    return None
+                version = got[1].version
+            except NoNodeError:
+                return None
+        except (ConnectionError, OSError):
+            raise
+        except Exception as e:  # kazoo's ConnectionLoss / SessionExpired and friends
+            raise ConnectionError(f"ZooKeeper: {e!r}") from e
+        self._pending.add((topic, partition))
+        if self._flush is None or self._flush.done():
+            self._flush = asyncio.get_running_loop().create_task(self._notify())
+        return version
+
+    async def _notify(self) -> None:
+        await asyncio.sleep(self.notify_delay_s)
+        batch, self._pending = sorted(self._pending), set()
+        if not batch:
+            return
+        try:
+            await self.zk.create(
+                Z.IsrChangeNotificationZNode.path_prefix,
+                Z.IsrChangeNotificationZNode.encode(batch),
+                sequence=True,
+            )
+        except Exception:
+            log.warning(
+                "could not record an ISR change notification for %d partitions", len(batch), exc_info=True
+            )
+            self._pending.update(batch)
+
+    async def close(self) -> None:
+        if self._flush is not None:
+            await asyncio.gather(self._flush, return_exceptions=True)

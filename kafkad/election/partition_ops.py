@@ -1,0 +1,334 @@
+"""The controller's state changes: partition/replica transitions with their ZooKeeper writes and requests.
+
+Kafka's PartitionStateMachine + ReplicaStateMachine + the KafkaController callbacks (onNewPartitionCreation,
+onBrokerStartup, onBrokerFailure, controlled shutdown, preferred election). Every ZooKeeper write is a
+multi whose first op checks /controller_epoch's zkVersion: BADVERSION there raises ControllerMovedError
+(the caller resigns). A partition state write is conditional on the state znode's zkVersion; when the
+leader moved it meanwhile (an ISR change), the state is re-read and the change computed again.
+
+Runs inside the controller's event processing, one event at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import Any
+
+from kafkad.election.channel import RequestBatch
+from kafkad.election.context import TP, ControllerContext
+from kafkad.election.state_machines import (
+    Election,
+    PartitionStateName,
+    ReplicaStateName,
+    controlled_shutdown_election,
+    offline_election,
+    partition_transition_ok,
+    preferred_election,
+    replica_transition_ok,
+)
+from kafkad.election.zk_client import (
+    BadVersionError,
+    CheckOp,
+    CreateOp,
+    NodeExistsError,
+    Op,
+    SetOp,
+    ZkClient,
+)
+from kafkad.election.znodes import CONTROLLER_EPOCH, PartitionState, PartitionStateZNode, TopicPartitionZNode
+
+log = logging.getLogger(__name__)
+
+PS, RS = PartitionStateName, ReplicaStateName
+NO_LEADER = -1
+Elector = Callable[[TP, PartitionState], Election | None]
+
+
+class ControllerMovedError(Exception):
+    """/controller_epoch moved: another controller was elected; this one must stop acting."""
+
+
+async def _all(coros: Iterable[Coroutine[Any, Any, None]]) -> None:
+    """Run the per-partition ZooKeeper writes concurrently (kazoo pipelines them); a moved controller
+    aborts the event, any other failure of one partition is logged and leaves the others done."""
+    for r in await asyncio.gather(*coros, return_exceptions=True):
+        if isinstance(r, ControllerMovedError):
+            raise r
+        if isinstance(r, BaseException):
+            log.warning("partition state write failed: %r", r)
+
+
+class PartitionOps:
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        zk: ZkClient,
+        controller_id: int,
+        unclean_allowed: Callable[[str], bool],
+    ) -> None:
+        self.ctx = ctx
+        self.zk = zk
+        self.controller_id = controller_id
+        self.unclean_allowed = unclean_allowed
+        self.batch = RequestBatch(ctx, controller_id)
+
+    # --- fenced ZooKeeper writes ---------------------------------------------------------------------
+    async def fenced(self, ops: Sequence[Op]) -> list[Any]:
+        try:
+            return await self.zk.multi([CheckOp(CONTROLLER_EPOCH, self.ctx.epoch_zk_version), *ops])
+        except BadVersionError:
+            # Either our epoch check or a conditional op failed: find out which.
+            got = await self.zk.exists(CONTROLLER_EPOCH)
+            if got is None or got.version != self.ctx.epoch_zk_version:
+                raise ControllerMovedError(
+                    f"controller epoch moved (zkVersion {got and got.version})"
+                ) from None
+            raise
+
+    async def read_state(self, tp: TP) -> PartitionState | None:
+        got = await self.zk.get_or_none(PartitionStateZNode.path(*tp))
+        if got is None:
+            return None
+        return PartitionStateZNode.decode(got[0], got[1].version)
+
+    async def _write_state(self, tp: TP, new: PartitionState) -> PartitionState:
+        stats = await self.fenced(
+            [SetOp(PartitionStateZNode.path(*tp), PartitionStateZNode.encode(new), new.zk_version)]
+        )
+        written = new._replace(zk_version=stats[1].version)
+        self.ctx.leaders[tp] = written
+        return written
+
+    async def update_states(
+        self, tps: Iterable[TP], change: Callable[[TP, PartitionState], PartitionState | None]
+    ) -> dict[TP, PartitionState]:
+        """Apply `change` (None = leave alone) to each partition's current state and write them all
+        concurrently; a partition whose znode moved is re-read and retried. Returns the written states."""
+        out: dict[TP, PartitionState] = {}
+
+        async def one(tp: TP) -> None:
+            for _ in range(5):
+                cur = self.ctx.leaders.get(tp)
+                if cur is None:
+                    return
+                new = change(tp, cur)
+                if new is None:
+                    return
+                try:
+                    out[tp] = await self._write_state(
+                        tp, new._replace(controller_epoch=self.ctx.epoch, zk_version=cur.zk_version)
+                    )
+                    return
+                except BadVersionError:
+                    fresh = await self.read_state(tp)
+                    if fresh is None:
+                        return
+                    self.ctx.leaders[tp] = fresh
+            log.warning("giving up on updating the state of %s-%d after repeated version conflicts", *tp)
+
+        await _all(one(tp) for tp in tps)
+        return out
+
+    # --- state bookkeeping -----------------------------------------------------------------------------
+    def set_partition_state(self, tps: Iterable[TP], target: PartitionStateName) -> list[TP]:
+        moved = []
+        for tp in tps:
+            cur = self.ctx.partition_state(tp)
+            if partition_transition_ok(cur, target):
+                self.ctx.partition_states[tp] = target
+                moved.append(tp)
+            else:
+                log.error(
+                    "invalid partition transition %s-%d: %s -> %s", tp[0], tp[1], cur.value, target.value
+                )
+        return moved
+
+    def set_replica_state(self, replicas: Iterable[tuple[TP, int]], target: ReplicaStateName) -> None:
+        for tp, b in replicas:
+            cur = self.ctx.replica_state(tp, b)
+            if replica_transition_ok(cur, target):
+                self.ctx.replica_states[(tp, b)] = target
+            else:
+                log.debug(
+                    "skipped replica transition %s-%d@%d: %s -> %s", tp[0], tp[1], b, cur.value, target.value
+                )
+
+    def election_live(self) -> set[int]:
+        return self.ctx.live_ids - self.ctx.shutting_down
+
+    # --- new partitions ------------------------------------------------------------------------------
+    async def on_new_partitions(self, tps: Sequence[TP]) -> None:
+        """NonExistent -> New -> Online: initial leader = first live replica; ISR = live replicas."""
+        ctx = self.ctx
+        self.set_partition_state(tps, PS.NEW)
+        self.set_replica_state(ctx.replicas_of(tps), RS.NEW)
+        live = self.election_live()
+
+        async def create(tp: TP) -> None:
+            reps = ctx.assignment[tp]
+            isr = tuple(b for b in reps if b in live)
+            if not isr:
+                log.error(
+                    "no live replica of new partition %s-%d (replicas %s): it stays offline",
+                    tp[0],
+                    tp[1],
+                    list(reps),
+                )
+                return
+            st = PartitionState(isr[0], 0, isr, ctx.epoch, 0)
+            await self.zk.ensure_path(TopicPartitionZNode.path(*tp))
+            try:
+                await self.fenced([CreateOp(PartitionStateZNode.path(*tp), PartitionStateZNode.encode(st))])
+                ctx.leaders[tp] = st
+            except NodeExistsError:  # written by a previous controller already
+                existing = await self.read_state(tp)
+                if existing is None:
+                    return
+                ctx.leaders[tp] = existing
+            ctx.partition_states[tp] = PS.ONLINE
+            self.batch.add_leader_and_isr([b for b in reps if ctx.is_live(b)], tp, is_new=True)
+
+        await _all(create(tp) for tp in tps)
+        self.set_replica_state(
+            ((tp, b) for tp in tps for b in ctx.assignment[tp] if ctx.is_live(b)), RS.ONLINE
+        )
+
+    # --- elections ------------------------------------------------------------------------------------
+    async def elect(self, tps: Sequence[TP], elector: Elector) -> tuple[dict[TP, PartitionState], list[TP]]:
+        """Elect leaders with `elector`; writes states, queues LeaderAndIsr to the live replicas.
+        Returns (elected states, partitions that could not get a leader)."""
+        failed: list[TP] = []
+
+        def change(tp: TP, cur: PartitionState) -> PartitionState | None:
+            e = elector(tp, cur)
+            if e is None:
+                failed.append(tp)
+                return None
+            if e.unclean:
+                log.warning(
+                    "unclean leader election for %s-%d: broker %d (data may be lost)", tp[0], tp[1], e.leader
+                )
+            return PartitionState(e.leader, cur.leader_epoch + 1, e.isr, self.ctx.epoch, cur.zk_version)
+
+        written = await self.update_states(tps, change)
+        for tp in written:
+            self.ctx.partition_states[tp] = PS.ONLINE
+            self.batch.add_leader_and_isr(
+                [b for b in self.ctx.assignment.get(tp, ()) if self.ctx.is_live(b)], tp
+            )
+        return written, failed
+
+    def offline_elector(self) -> Elector:
+        live = self.election_live()
+
+        def elector(tp: TP, cur: PartitionState) -> Election | None:
+            return offline_election(
+                self.ctx.assignment.get(tp, ()), cur.isr, live, self.unclean_allowed(tp[0])
+            )
+
+        return elector
+
+    async def trigger_online_partitions(self) -> None:
+        """Partitions in New/Offline (and Online without a live leader) get a leader if they can."""
+        ctx = self.ctx
+        live = self.election_live()
+        todo = [
+            tp
+            for tp, st in ctx.leaders.items()
+            if tp[0] not in ctx.topics_to_delete
+            and (ctx.partition_state(tp) in (PS.NEW, PS.OFFLINE) or st.leader not in live)
+        ]
+        if not todo:
+            return
+        _, failed = await self.elect(todo, self.offline_elector())
+        for tp in failed:
+            ctx.partition_states[tp] = PS.OFFLINE
+        if failed:
+            log.warning("%d partitions have no eligible leader: %s", len(failed), sorted(failed)[:10])
+
+    async def preferred(self, tps: Sequence[TP]) -> tuple[dict[TP, PartitionState], list[TP]]:
+        live = self.election_live()
+
+        def elector(tp: TP, cur: PartitionState) -> Election | None:
+            return preferred_election(self.ctx.assignment.get(tp, ()), cur.isr, live)
+
+        todo = [
+            tp
+            for tp in tps
+            if (st := self.ctx.leaders.get(tp)) is not None
+            and self.ctx.assignment.get(tp, (NO_LEADER,))[0] != st.leader
+        ]
+        return await self.elect(todo, elector)
+
+    # --- brokers ----------------------------------------------------------------------------------------
+    async def on_broker_startup(self, new: Sequence[int]) -> None:
+        ctx = self.ctx
+        existing = [b for b in ctx.live_ids if b not in new]
+        self.batch.add_update_metadata(existing, [])
+        self.batch.add_update_metadata(new, list(ctx.leaders))
+        replicas = [(tp, b) for b in new for tp in ctx.partitions_on(b)]
+        self.set_replica_state(replicas, RS.ONLINE)
+        for tp, b in replicas:
+            if tp in ctx.leaders and tp[0] not in ctx.topics_to_delete:
+                self.batch.add_leader_and_isr([b], tp)
+        await self.trigger_online_partitions()
+
+    async def on_broker_failure(self, dead: Sequence[int]) -> None:
+        ctx = self.ctx
+        dead_set = set(dead)
+        led = [
+            tp
+            for tp, st in ctx.leaders.items()
+            if st.leader in dead_set and tp[0] not in ctx.topics_to_delete
+        ]
+        self.set_partition_state(led, PS.OFFLINE)
+        await self.trigger_online_partitions()
+        await self.replicas_offline([(tp, b) for b in dead for tp in ctx.partitions_on(b)])
+        self.batch.add_update_metadata(ctx.live_ids, [])
+
+    async def replicas_offline(self, replicas: Sequence[tuple[TP, int]]) -> None:
+        """OfflineReplica: drop each from its partition's ISR (leader epoch + 1), as removeReplicasFromIsr;
+        a leader that is removed leaves the partition leaderless (-1), and the last ISR member stays."""
+        ctx = self.ctx
+        by_tp: dict[TP, set[int]] = {}
+        for tp, b in replicas:
+            by_tp.setdefault(tp, set()).add(b)
+        self.set_replica_state(replicas, RS.OFFLINE)
+
+        def change(tp: TP, cur: PartitionState) -> PartitionState | None:
+            gone = by_tp[tp]
+            if not (gone & set(cur.isr)) and cur.leader not in gone:
+                return None
+            leader = NO_LEADER if cur.leader in gone else cur.leader
+            isr = cur.isr if len(cur.isr) == 1 else tuple(b for b in cur.isr if b not in gone)
+            return PartitionState(leader, cur.leader_epoch + 1, isr, ctx.epoch, cur.zk_version)
+
+        written = await self.update_states([tp for tp in by_tp if tp in ctx.leaders], change)
+        for tp, st in written.items():
+            if st.leader == NO_LEADER:
+                ctx.partition_states[tp] = PS.OFFLINE
+            live = [b for b in ctx.assignment.get(tp, ()) if ctx.is_live(b) and b not in by_tp[tp]]
+            self.batch.add_leader_and_isr(live, tp)
+
+    async def controlled_shutdown(self, broker: int) -> list[TP]:
+        """Move leadership off `broker`, take it out of ISRs; returns the partitions it still leads."""
+        ctx = self.ctx
+        ctx.shutting_down.add(broker)
+        mine = [
+            tp for tp in ctx.partitions_on(broker) if tp[0] not in ctx.topics_to_delete and tp in ctx.leaders
+        ]
+        multi = [tp for tp in mine if len(ctx.assignment[tp]) > 1]
+        led = [tp for tp in multi if ctx.leaders[tp].leader == broker]
+        followed = [tp for tp in multi if ctx.leaders[tp].leader != broker]
+        live = self.election_live()
+
+        def elector(tp: TP, cur: PartitionState) -> Election | None:
+            return controlled_shutdown_election(ctx.assignment.get(tp, ()), cur.isr, live, ctx.shutting_down)
+
+        await self.elect(led, elector)
+        for tp in followed:
+            self.batch.add_stop_replica(broker, tp, delete=False)
+        await self.replicas_offline([(tp, broker) for tp in followed])
+        return [tp for tp in multi if ctx.leaders[tp].leader == broker]

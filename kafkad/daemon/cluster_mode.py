@@ -92,7 +92,7 @@ class ClusterMode:
 
             cache = broker.services["metadata_cache"] = MetadataCache(broker.broker_id)
         cache.broker_epoch = self.broker_epoch
-        broker.replicas.isr_updater = self.isr_writer  # type: ignore[attr-defined]
+        broker.replicas.set_isr_updater(self.isr_writer)
         broker.producer_ids = ZkProducerIds(self.zk, broker.broker_id)  # type: ignore[assignment]
         self.controller = Controller(
             self.zk,

@@ -186,6 +186,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         leader_count=lambda: sum(1 for p in replicas.all_partitions() if p.is_leader),
         under_replicated=lambda: sum(1 for p in replicas.all_partitions() if len(p.isr) < len(p.replicas)),
         log_dirs=dirs,
+        offline_logs=lambda: [(o.topic, o.partition, o.path) for o in replicas.offline_partitions()],
     )
     bridge: BridgeService | None = None
     if gate is not None:
@@ -250,7 +251,9 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         now = clock.time_ms()
         logs = log_manager.flush_pass(now)
         if logs:
-            await loop.run_in_executor(None, log_manager.flush_logs, logs)
+            failed = await loop.run_in_executor(None, log_manager.flush_logs, logs)
+            for plog, exc in failed:  # an fsync error takes that partition offline, not the broker
+                replicas.storage_failed(plog.topic, plog.partition, exc)
         await _deletions()
 
     async def checkpoint() -> None:

@@ -42,6 +42,7 @@ LOOP_LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 
 T = TypeVar("T")
 LogSizes = Callable[[], Iterable[tuple[str, int, int]]]  # (topic, partition, size in bytes)
+OfflineLogs = Callable[[], Iterable[tuple[str, int, str]]]  # (topic, partition, the file that failed)
 
 
 class BrokerMetrics:
@@ -175,6 +176,7 @@ class BrokerMetrics:
         under_replicated: Callable[[], int] | None = None,
         log_sizes: LogSizes | None = None,
         log_dirs: Sequence[str] | None = None,
+        offline_logs: OfflineLogs | None = None,
     ) -> None:
         """Name the sources read at scrape time, on the event loop; arguments left None stay as they were."""
         s = self._state
@@ -188,6 +190,8 @@ class BrokerMetrics:
             s.log_sizes = log_sizes
         if log_dirs is not None:
             s.log_dirs = tuple(log_dirs)
+        if offline_logs is not None:
+            s.offline_logs = offline_logs
 
     def exposition(self) -> bytes:
         """The text format, as served on /metrics."""
@@ -287,6 +291,7 @@ class _BrokerStateCollector(Collector):
         self.under_replicated: Callable[[], int] | None = None
         self.log_sizes: LogSizes | None = None
         self.log_dirs: tuple[str, ...] = ()
+        self.offline_logs: OfflineLogs | None = None
         self._process = psutil.Process() if process else None
 
     def describe(self) -> Iterable[Metric]:
@@ -318,6 +323,8 @@ class _BrokerStateCollector(Collector):
             for topic, partition, size in entries or ():
                 sizes.add_metric([topic, str(partition)], size)
             yield sizes
+        if self.offline_logs is not None:
+            yield from self._offline(self.offline_logs)
         if self.log_dirs:
             free = GaugeMetricFamily(
                 "kafka_log_dir_free_bytes", "Free bytes on a log dir's filesystem.", labels=["dir"]
@@ -336,6 +343,25 @@ class _BrokerStateCollector(Collector):
             yield total
         if self._process is not None:
             yield from self._process_metrics(self._process)
+
+    @staticmethod
+    def _offline(source: OfflineLogs) -> Iterator[Metric]:
+        """Partitions whose files failed (storage/log_offline.py): Kafka's OfflineReplicaCount, and
+        one series per partition naming the file."""
+        entries = _safe(lambda: list(source()), "kafkad_log_offline_partition") or []
+        yield GaugeMetricFamily(
+            "kafka_server_replicamanager_offlinereplicacount",
+            "Partitions of this broker taken offline by a storage error.",
+            value=len(entries),
+        )
+        each = GaugeMetricFamily(
+            "kafkad_log_offline_partition",
+            "1 for each partition taken offline by a storage error, with the file that failed.",
+            labels=["topic", "partition", "path"],
+        )
+        for topic, partition, path in entries:
+            each.add_metric([topic, str(partition), path], 1)
+        yield each
 
     @staticmethod
     def _process_metrics(p: psutil.Process) -> Iterator[Metric]:

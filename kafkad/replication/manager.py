@@ -23,6 +23,7 @@ from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.replication.fetcher import FetcherManager
 from kafkad.replication.isr import IsrUpdater
 from kafkad.replication.partition import Partition, Role
+from kafkad.storage.log_offline import LogIOError, OfflineLog, is_transient
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,8 @@ Listener = Callable[[Partition], None]
 
 class LogManagerLike(Protocol):
     def get(self, topic: str, partition: int) -> Any: ...
+    def offline_logs(self) -> list[OfflineLog]: ...
+    def take_offline(self, topic: str, partition: int, exc: BaseException) -> OfflineLog | None: ...
     def create_partition(
         self, topic: str, partition: int, overrides: Mapping[str, str] | None = None
     ) -> Any: ...
@@ -58,6 +61,8 @@ class ReplicaManager:
         self.topic_overrides: Callable[[str], Mapping[str, str] | None] | None = None
         self._on_leader: list[Listener] = []
         self._on_follower: list[Listener] = []
+        # Partitions whose files failed (storage's log_offline): KAFKA_STORAGE_ERROR, offline in Metadata.
+        self._offline: dict[tuple[str, int], OfflineLog] = {}
 
     def load_from_logs(self) -> int:
         """Wrap every loaded log (after LogManager.load) as a leader partition."""
@@ -65,6 +70,8 @@ class ReplicaManager:
             key = (plog.topic, plog.partition)
             if key not in self._partitions:
                 self._partitions[key] = Partition(plog, self.broker_id)
+        for off in self.log_manager.offline_logs():
+            self._offline[(off.topic, off.partition)] = off
         return len(self._partitions)
 
     # --- cluster mode ------------------------------------------------------------------------------
@@ -229,6 +236,8 @@ class ReplicaManager:
             result[tp] = ErrorCode.NONE
             if part is not None:
                 stopped.append(part)
+            elif delete and self._offline.pop(tp, None) is not None:
+                self.log_manager.delete_partition(topic, index)
         if self.fetchers is not None:
             self.fetchers.remove((p.topic, p.index) for p in stopped)
         for part in stopped:
@@ -255,14 +264,65 @@ class ReplicaManager:
     def get_or_raise(self, topic: str, partition: int) -> Partition:
         p = self._partitions.get((topic, partition))
         if p is None:
+            off = self._offline.get((topic, partition))
+            if off is not None:
+                raise KafkaError(
+                    ErrorCode.KAFKA_STORAGE_ERROR, f"{topic}-{partition} is offline: {off.reason}"
+                )
             raise KafkaError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} is not on this broker"
             )
         return p
 
+    def missing_error(self, topic: str, partition: int) -> ErrorCode:
+        """The error for a partition `get` did not find: offline, or not here."""
+        if (topic, partition) in self._offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        return (topic, partition) in self._offline
+
+    def offline_partitions(self) -> list[OfflineLog]:
+        return list(self._offline.values())
+
+    def offline_of(self, topic: str) -> list[OfflineLog]:
+        return sorted((o for (t, _), o in self._offline.items() if t == topic), key=lambda o: o.partition)
+
+    def storage_failed(self, topic: str, partition: int, exc: BaseException) -> KafkaError:
+        """An I/O error on the partition's files (append, read, fsync): the error to answer with.
+
+        A full disk (log_offline.is_transient) only fails the request; anything else takes the
+        partition offline (its waiters fail, later requests get KAFKA_STORAGE_ERROR) while every
+        other partition goes on.
+        """
+        if not is_transient(exc):
+            p = self._partitions.pop((topic, partition), None)
+            off = self.log_manager.take_offline(topic, partition, exc)
+            if off is not None:
+                self._offline[(topic, partition)] = off
+            if p is not None:
+                if self.fetchers is not None:
+                    self.fetchers.remove([(topic, partition)])
+                p.wake_waiters()
+                for on_follower in self._on_follower:  # e.g. the group coordinator unloads its groups
+                    on_follower(p)
+        message = exc.message if isinstance(exc, KafkaError) else f"{topic}-{partition}: {exc}"
+        return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, message)
+
+    def error_for(self, topic: str, partition: int, exc: Exception) -> KafkaError:
+        """What to answer for `exc` raised by the partition's log: an I/O error goes through
+        `storage_failed` (maybe taking the partition offline), a KafkaError is itself."""
+        if isinstance(exc, (LogIOError, OSError)):
+            return self.storage_failed(topic, partition, exc)
+        return exc if isinstance(exc, KafkaError) else KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
+
     def topics(self) -> dict[str, int]:
+        """Topic -> partition count, offline partitions included."""
         out: dict[str, int] = {}
         for topic, _ in self._partitions:
+            out[topic] = out.get(topic, 0) + 1
+        for topic, _ in self._offline:
             out[topic] = out.get(topic, 0) + 1
         return out
 
@@ -270,7 +330,7 @@ class ReplicaManager:
         return sorted((p for (t, _), p in self._partitions.items() if t == topic), key=lambda p: p.index)
 
     def has_topic(self, topic: str) -> bool:
-        return any(t == topic for t, _ in self._partitions)
+        return any(t == topic for t, _ in self._partitions) or any(t == topic for t, _ in self._offline)
 
     def all_partitions(self) -> list[Partition]:
         return list(self._partitions.values())
@@ -285,7 +345,7 @@ class ReplicaManager:
             self._add(topic, i, overrides if i == 0 else None)
 
     def add_partitions(self, topic: str, new_total: int) -> None:
-        current = len(self.partitions_of(topic))
+        current = self.topics().get(topic, 0)
         for i in range(current, new_total):
             self._add(topic, i, None)
 
@@ -295,10 +355,13 @@ class ReplicaManager:
 
     def delete_topic(self, topic: str) -> None:
         parts = self.partitions_of(topic)
-        if not parts:
+        offline = self.offline_of(topic)
+        if not parts and not offline:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic '{topic}' does not exist")
         for p in parts:
             del self._partitions[(topic, p.index)]
+        for off in offline:
+            del self._offline[(topic, off.partition)]
         self.log_manager.delete_topic(topic)
         for p in parts:
             p.wake_waiters()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kafkad.clock import Clock
+from kafkad.protocol.errors import KafkaError
 from kafkad.storage import checkpoints
 from kafkad.storage.cleaner_rewrite import (
     CleanedGroup,
@@ -121,7 +122,11 @@ class LogCleaner:
         with self._lock:
             cp = self._checkpoints.get(log_dir)
             if cp is None:
-                cp = checkpoints.read_offsets(Path(log_dir) / CLEANER_OFFSET_CHECKPOINT)
+                try:
+                    cp = checkpoints.read_offsets(Path(log_dir) / CLEANER_OFFSET_CHECKPOINT)
+                except KafkaError as exc:  # torn: cleaning again from each log's start is only slower
+                    log.warning("%s; cleaning from the start of each log", exc.message)
+                    cp = {}
                 self._checkpoints[log_dir] = cp
             return cp
 

@@ -18,13 +18,14 @@ calls the passes; each decides on the event loop and leaves the slow part to a b
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,7 @@ from kafkad.storage.log_dir_layout import (
 )
 from kafkad.storage.log_manager_config import LogManagerConfig
 from kafkad.storage.log_manager_passes import Deletion, LogManagerPasses, _Freed, _Pending
+from kafkad.storage.log_offline import OfflineLog, Offsets, attempt, describe, failed_file
 from kafkad.storage.log_opener import LogOpener, OpenRequest, default_opener, release_deleted_log
 from kafkad.storage.partition_log import AppendOrigin, AppendResult, PartitionLog
 from kafkad.storage.topic_configs import read_topic_overrides, write_topic_overrides
@@ -102,6 +104,10 @@ class LogManager(LogManagerPasses):
         self.retention_held_segments = 0
         self.unshipped_deleted_total = 0
         self.load_stats: LoadStats | None = None
+        # Partitions whose files failed (log_offline): at load, or at runtime through take_offline.
+        self._offline: dict[TopicPartition, OfflineLog] = {}
+        self._failed_logs: list[PartitionLog] = []  # taken offline at runtime: fds kept until shutdown
+        self._unclean_dirs: set[str] = set()  # no clean-shutdown marker for these
 
     # ---- start and stop -------------------------------------------------------------------------
 
@@ -118,9 +124,11 @@ class LogManager(LogManagerPasses):
             if clean:
                 clean_dirs += 1
                 marker.unlink()  # a crash from here on must count as unclean (KAFKA-10471)
-            recovery = checkpoints.read_offsets(path / RECOVERY_POINT_CHECKPOINT)
-            starts = checkpoints.read_offsets(path / LOG_START_OFFSET_CHECKPOINT)
-            hws = checkpoints.read_offsets(path / REPLICATION_OFFSET_CHECKPOINT)
+            recovery = _read_checkpoint(path / RECOVERY_POINT_CHECKPOINT)
+            if recovery is None:  # torn: recover every partition of the dir from its start
+                recovery, clean = {}, False
+            starts = _read_checkpoint(path / LOG_START_OFFSET_CHECKPOINT) or {}
+            hws = _read_checkpoint(path / REPLICATION_OFFSET_CHECKPOINT) or {}
             for entry in os.scandir(path):
                 if not entry.is_dir(follow_symlinks=False):
                     continue
@@ -160,9 +168,26 @@ class LogManager(LogManagerPasses):
             seen[tp] = d
         threads = max(1, min(len(jobs), self.config.num_recovery_threads * len(self._dirs)))
         with ThreadPoolExecutor(threads, thread_name_prefix="log-load") as pool:
-            opened = list(pool.map(self._open_one, (req for _, req in jobs)))
-        for (d, req), (plog, overrides) in zip(jobs, opened, strict=True):
+            opened = list(pool.map(self._open_or_fail, (req for _, req in jobs)))
+        for (d, req), result in zip(jobs, opened, strict=True):
             tp = (req.topic, req.partition)
+            if isinstance(result, Exception):
+                self._record_offline(
+                    OfflineLog(
+                        req.topic,
+                        req.partition,
+                        d,
+                        failed_file(result, req.path),
+                        describe(result),
+                        req.recovery_point,
+                        req.log_start_offset,
+                        req.high_watermark,
+                    ),
+                    "cannot load",
+                    result,
+                )
+                continue
+            plog, overrides = result
             self._logs[tp] = plog
             self._dir_of[tp] = d
             if overrides:
@@ -182,6 +207,63 @@ class LogManager(LogManagerPasses):
             self.load_stats.recovered,
         )
 
+    def _open_or_fail(self, req: OpenRequest) -> tuple[PartitionLog, dict[str, str]] | Exception:
+        """Blocking: `_open_one`, or what made it fail (that partition goes offline, not the broker)."""
+        try:
+            return self._open_one(req)
+        except Exception as exc:  # whatever a damaged disk raises: OSError, KafkaError, mmap's ValueError
+            return exc
+
+    def _record_offline(self, off: OfflineLog, what: str, exc: BaseException) -> None:
+        self._offline[(off.topic, off.partition)] = off
+        log.error(
+            "partition %s-%d is offline (KAFKA_STORAGE_ERROR): %s %s: %s",
+            off.topic,
+            off.partition,
+            what,
+            off.path,
+            off.reason,
+        )
+        log.debug("partition %s-%d went offline", off.topic, off.partition, exc_info=exc)
+
+    def take_offline(self, topic: str, partition: int, exc: BaseException) -> OfflineLog | None:
+        """Loop-safe: a runtime I/O error on this partition's files takes it offline (log_offline).
+
+        Its fds stay open until shutdown (a sendfile in flight must not see a reused fd), nothing is
+        written to its files again, and its log dir gets no clean-shutdown marker. Returns the record
+        (None for a partition this broker does not have).
+        """
+        tp = (topic, partition)
+        plog = self._logs.pop(tp, None)
+        if plog is None:
+            return self._offline.get(tp)
+        d = self._dir_of.pop(tp)
+        self._failed_logs.append(plog)
+        self._unclean_dirs.add(d)
+        off = OfflineLog(
+            topic,
+            partition,
+            d,
+            failed_file(exc, plog.directory),
+            describe(exc),
+            plog.recovery_point,
+            plog.log_start_offset,
+            plog.high_watermark,
+        )
+        self._record_offline(off, "I/O error on", exc)
+        return off
+
+    def _fail_each(self, results: Iterable[tuple[PartitionLog, Exception | None]]) -> None:
+        for plog, exc in list(results):
+            if exc is not None:
+                self.take_offline(plog.topic, plog.partition, exc)
+
+    def offline(self, topic: str, partition: int) -> OfflineLog | None:
+        return self._offline.get((topic, partition))
+
+    def offline_logs(self) -> list[OfflineLog]:
+        return list(self._offline.values())
+
     def _open_one(self, req: OpenRequest) -> tuple[PartitionLog, dict[str, str]]:
         overrides = read_topic_overrides(req.path)
         config = self.default_log_config.with_overrides(overrides) if overrides else self.default_log_config
@@ -192,15 +274,23 @@ class LogManager(LogManagerPasses):
         items = list(self._logs.values())
         threads = max(1, min(len(items), self.config.num_recovery_threads * len(self._dirs)))
         with ThreadPoolExecutor(threads, thread_name_prefix="log-close") as pool:
-            list(pool.map(lambda plog: plog.flush(), items))
+            self._fail_each(pool.map(attempt(lambda plog: plog.flush()), items))
         self.checkpoint_all()
         with ThreadPoolExecutor(threads, thread_name_prefix="log-close") as pool:
-            list(pool.map(lambda plog: plog.close(), items))  # also reaps its deleted segments
+            self._fail_each(
+                pool.map(attempt(lambda plog: plog.close()), items)
+            )  # also reaps deleted segments
+        for plog in self._failed_logs:
+            with contextlib.suppress(OSError):
+                plog.release()
         # Nothing reads deleted topics any more: remove them now rather than at the next start.
         with self._lock:
             pending, self._pending, self._freed = self._pending, [], []
         self.run_deletions([p.action for p in pending])
         for d in self._dirs:
+            if d in self._unclean_dirs:
+                log.warning("log dir %s: no clean-shutdown marker (a partition failed): recovery at start", d)
+                continue
             checkpoints.write_atomic(Path(d) / CLEAN_SHUTDOWN_FILE, b"")
         self._logs.clear()
         self._dir_of.clear()
@@ -208,9 +298,11 @@ class LogManager(LogManagerPasses):
 
     def checkpoint_all(self) -> None:
         """Blocking: call in executor. Write the three offset checkpoints of every log dir."""
-        per_dir: dict[str, list[tuple[TopicPartition, PartitionLog]]] = {d: [] for d in self._dirs}
+        per_dir: dict[str, list[tuple[TopicPartition, Offsets]]] = {d: [] for d in self._dirs}
         for tp, plog in list(self._logs.items()):
             per_dir[self._dir_of[tp]].append((tp, plog))
+        for tp, off in list(self._offline.items()):  # what was last known, not forgotten
+            per_dir[off.log_dir].append((tp, off))
         for d, entries in per_dir.items():
             path = Path(d)
             checkpoints.write_offsets(
@@ -236,6 +328,7 @@ class LogManager(LogManagerPasses):
         tp = (topic, partition)
         plog = self._logs.pop(tp, None)
         if plog is None:
+            self._delete_offline(tp)
             return
         d = self._dir_of.pop(tp)
         src = Path(d) / f"{topic}-{partition}"
@@ -243,6 +336,19 @@ class LogManager(LogManagerPasses):
         os.rename(src, dst)
         now = self._clock.monotonic_ms()
         self._queue(now + plog.config.file_delete_delay_ms, d, plog.size_bytes, _close_and_rmtree(plog, dst))
+
+    def _delete_offline(self, tp: TopicPartition) -> None:
+        off = self._offline.pop(tp, None)
+        if off is None:
+            return
+        src = Path(off.log_dir) / f"{tp[0]}-{tp[1]}"
+        dst = Path(off.log_dir) / f"{tp[0]}-{tp[1]}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        try:
+            os.rename(src, dst)
+        except OSError as exc:  # the disk that failed it; the dir stays (and loads, or not, at start)
+            log.warning("cannot rename offline %s for deletion: %s", src, exc)
+            return
+        self._queue(self._clock.monotonic_ms(), off.log_dir, 0, _rmtree_action(dst))
 
     def create_partition(
         self, topic: str, partition: int, overrides: Mapping[str, str] | None = None
@@ -256,6 +362,9 @@ class LogManager(LogManagerPasses):
         existing = self._logs.get(tp)
         if existing is not None:
             return existing
+        off = self._offline.get(tp)
+        if off is not None:  # its files are still there: never shadow them with a new log
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{topic}-{partition} is offline: {off.reason}")
         validate_topic_name(topic)
         if partition < 0:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"partition {partition} of {topic} is negative")
@@ -300,6 +409,8 @@ class LogManager(LogManagerPasses):
         """
         for p in self.partitions_of(topic):
             self.delete_partition(topic, p)
+        for tp in [tp for tp in self._offline if tp[0] == topic]:
+            self.delete_partition(*tp)
         self._overrides.pop(topic, None)
 
     def topics(self) -> dict[str, int]:
@@ -374,6 +485,17 @@ class LogManager(LogManagerPasses):
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} is not on this broker"
             )
         return plog.append(records, leader_epoch=leader_epoch, now_ms=now_ms, origin=origin)
+
+
+def _read_checkpoint(path: Path) -> dict[TopicPartition, int] | None:
+    """Blocking: an offset checkpoint; None (with a WARNING) if it is torn."""
+    try:
+        return checkpoints.read_offsets(path)
+    except KafkaError as exc:
+        log.warning(
+            "%s; rebuilding what it held (a dir whose recovery points are lost recovers in full)", exc.message
+        )
+        return None
 
 
 def _replace_config(req: OpenRequest, config: LogConfig) -> OpenRequest:

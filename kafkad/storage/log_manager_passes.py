@@ -30,6 +30,7 @@ from kafkad.storage.disk_budget import (
 )
 from kafkad.storage.log_dir_layout import TopicPartition
 from kafkad.storage.log_manager_config import LogManagerConfig
+from kafkad.storage.log_offline import attempt
 from kafkad.storage.partition_log import PartitionLog
 
 # The messages keep the log manager's logger name (operators filter on it).
@@ -210,10 +211,14 @@ class LogManagerPasses:
         """Loop-safe: the logs due a flush (flush.messages, flush.ms, a roll); run `flush_logs` on them."""
         return [plog for plog in self.logs() if plog.flush_due()]
 
-    def flush_logs(self, logs: Sequence[PartitionLog]) -> None:
-        """Blocking: call in executor. fsync the given logs (advances their recovery points)."""
-        for plog in logs:
-            plog.flush()
+    def flush_logs(self, logs: Sequence[PartitionLog]) -> list[tuple[PartitionLog, Exception]]:
+        """Blocking: call in executor. fsync the given logs (advances their recovery points).
+
+        Returns the logs whose fsync failed, with the error: the caller takes them offline on the
+        loop (`LogManager.take_offline`); the others are flushed all the same.
+        """
+        results = map(attempt(PartitionLog.flush), logs)
+        return [(plog, exc) for plog, exc in results if exc is not None]
 
     # ---- deferred deletion ----------------------------------------------------------------------
 

@@ -12,14 +12,19 @@ Blocking (reads checkpoints, snapshots and batch headers).
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
+from kafkad.protocol.errors import KafkaError
+from kafkad.storage.leader_epoch import CHECKPOINT_FILE as EPOCH_CHECKPOINT
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_loader import LoadedSegments
 from kafkad.storage.records import BatchHeader
 
 if TYPE_CHECKING:
     from kafkad.storage.partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
 
 __all__ = ["headers_from", "load_producer_state", "restore_log"]
 
@@ -39,7 +44,13 @@ def restore_log(
     plog.recovery_point = min(recovery_point, plog.log_end_offset)
     plog.high_watermark = plog.log_start_offset  # the setter's clamp keeps it: start <= end
     # Leader epochs: trust the checkpoint up to the recovered part, rebuild that from headers.
-    cache = plog.leader_epoch_cache = LeaderEpochCache.load(d)
+    try:
+        cache = LeaderEpochCache.load(d)
+    except KafkaError as exc:  # torn: every batch header carries its epoch, so rebuild it from all of them
+        log.warning("%s; rebuilding it from the batch headers", exc.message)
+        cache = LeaderEpochCache(d / EPOCH_CHECKPOINT)
+        recovered, first_recovered = headers_from(plog, plog.log_start_offset), plog.log_start_offset
+    plog.leader_epoch_cache = cache
     with cache.deferred_writes():  # one checkpoint write (none if nothing changed), not one per step
         if first_recovered is not None:
             cache.truncate_from_end(first_recovered)

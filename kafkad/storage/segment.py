@@ -38,6 +38,7 @@ from pathlib import Path
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.checkpoints import remove_quietly
 from kafkad.storage.file_slice import FileSlice
+from kafkad.storage.log_offline import LogIOError
 from kafkad.storage.offset_index import OffsetIndex
 from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, decode_batch, header_from, scan_valid_prefix
 from kafkad.storage.records.batch import HEADER_STRUCT, LOG_OVERHEAD, MAGIC, read_header_at
@@ -271,8 +272,11 @@ class LogSegment:
             while written < size:  # short write: retry the rest
                 written += os.write(fd, records[written:])
         except OSError as exc:
-            os.ftruncate(fd, position)  # never leave half a batch behind a failed write
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.log_path}: {exc}") from exc
+            try:
+                os.ftruncate(fd, position)  # never leave half a batch behind a failed write
+            except OSError:
+                raise LogIOError(self.log_path, exc, transient=False) from exc  # it may be left
+            raise LogIOError(self.log_path, exc) from exc
         self.size = position + size
         if not position and self._rolling_ts is None:
             self._rolling_ts = largest_ts
@@ -460,8 +464,8 @@ class LogSegment:
             self.offset_index.fsync()
             self.time_index.fsync()
         except OSError as exc:
-            if not self.deleted:
-                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.log_path}: fsync: {exc}") from exc
+            if not self.deleted:  # the page cache may have dropped what failed: never transient
+                raise LogIOError(self.log_path, exc, transient=False) from exc
 
     def close(self) -> None:
         """Trim the indexes and close every fd (clean shutdown)."""

@@ -78,14 +78,15 @@ class ReplicasLike(Protocol):
         self, topic: str, num_partitions: int, overrides: Mapping[str, str] | None = None
     ) -> None: ...
     def get(self, topic: str, partition: int) -> Any: ...
+    def is_offline(self, topic: str, partition: int) -> bool: ...
     def add_partitions(self, topic: str, new_total: int) -> None: ...
 
 
 def _partition_count(replicas: ReplicasLike) -> int:
     """Partitions 0..n-1 of the offsets topic that exist (creation goes in index order)."""
     n = 0
-    while replicas.get(OFFSETS_TOPIC, n) is not None:
-        n += 1
+    while replicas.get(OFFSETS_TOPIC, n) is not None or replicas.is_offline(OFFSETS_TOPIC, n):
+        n += 1  # an offline partition (its files failed) still exists: the group hash must not change
     return n
 
 
@@ -118,7 +119,8 @@ class LogGroupStore:
         self.ready = existing >= num_partitions
 
     def _all_empty(self, count: int) -> bool:
-        return all(self.replicas.get(OFFSETS_TOPIC, i).log_end_offset == 0 for i in range(count))
+        parts = [self.replicas.get(OFFSETS_TOPIC, i) for i in range(count)]
+        return all(p is not None and p.log_end_offset == 0 for p in parts)  # offline: may hold data
 
     async def ensure_topic(self) -> None:
         """Create the topic unless it is complete; raises KafkaError(COORDINATOR_NOT_AVAILABLE)."""

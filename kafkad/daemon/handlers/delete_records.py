@@ -45,8 +45,8 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                         ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} beyond the high watermark"
                     )
                 out["low_watermark"] = part.log.delete_records(offset)
-            except KafkaError as e:
-                out["error_code"] = int(e.code)
+            except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline
+                out["error_code"] = int(replicas.error_for(t["name"], p["partition_index"], exc).code)
             parts.append(out)
         topics.append({"name": t["name"], "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -74,8 +74,8 @@ def _read_all(
         for p in t["partitions"]:
             index = p["partition"]
             part = replicas.get(name, index)
-            if part is None:
-                parts.append(_partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            if part is None:  # not here, or offline (KAFKA_STORAGE_ERROR)
+                parts.append(_partition_error(index, replicas.missing_error(name, index)))
                 errors = True
                 continue
             watched.append(part)
@@ -112,10 +112,10 @@ def _read_all(
                         total += result.size
                 if follower:
                     part.update_follower_position(body["replica_id"], p["fetch_offset"], now_ms)
-            except KafkaError as e:
+            except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline
                 if metrics is not None:
                     metrics.record_failed_fetch(name)
-                out = _partition_error(index, e.code)
+                out = _partition_error(index, replicas.error_for(name, index, exc).code)
                 out["high_watermark"] = part.high_watermark
                 out["log_start_offset"] = part.log_start_offset
                 errors = True

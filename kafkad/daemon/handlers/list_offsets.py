@@ -63,8 +63,8 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                     found = part.log.offset_for_timestamp(ts)
                     if found is not None and found[1] < part.high_watermark:
                         out["timestamp"], out["offset"] = found
-            except KafkaError as e:
-                out["error_code"] = int(e.code)
+            except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline
+                out["error_code"] = int(replicas.error_for(t["name"], p["partition_index"], exc).code)
             parts.append(out)
         topics.append({"name": t["name"], "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}

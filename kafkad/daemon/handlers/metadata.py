@@ -19,22 +19,39 @@ from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 def _topic(broker: Broker, name: str) -> dict[str, Any]:
     parts = broker.replicas.partitions_of(name)
+    partitions: list[dict[str, Any]] = [
+        {
+            "error_code": 0 if p.leader_id is not None else int(ErrorCode.LEADER_NOT_AVAILABLE),
+            "partition_index": p.index,
+            "leader_id": p.leader_id if p.leader_id is not None else -1,
+            "leader_epoch": p.leader_epoch,
+            "replica_nodes": list(p.replicas),
+            "isr_nodes": list(p.isr),
+            "offline_replicas": [],
+        }
+        for p in parts
+    ]
+    offline = broker.replicas.offline_of(name)
+    if offline:  # files that failed (storage/log_offline.py): Kafka's offline partition, no leader
+        me = [broker.broker_id]
+        partitions += [
+            {
+                "error_code": int(ErrorCode.LEADER_NOT_AVAILABLE),
+                "partition_index": off.partition,
+                "leader_id": -1,
+                "leader_epoch": 0,
+                "replica_nodes": me,
+                "isr_nodes": me,
+                "offline_replicas": me,
+            }
+            for off in offline
+        ]
+        partitions.sort(key=lambda p: p["partition_index"])
     return {
         "error_code": 0,
         "name": name,
         "is_internal": name in INTERNAL_TOPICS,
-        "partitions": [
-            {
-                "error_code": 0 if p.leader_id is not None else int(ErrorCode.LEADER_NOT_AVAILABLE),
-                "partition_index": p.index,
-                "leader_id": p.leader_id if p.leader_id is not None else -1,
-                "leader_epoch": p.leader_epoch,
-                "replica_nodes": list(p.replicas),
-                "isr_nodes": list(p.isr),
-                "offline_replicas": [],
-            }
-            for p in parts
-        ],
+        "partitions": partitions,
         "topic_authorized_operations": -2147483648,
     }
 

@@ -167,13 +167,10 @@ def _append(
         if acks == -1 and part.high_watermark <= result.last_offset:
             waits.append(_Wait(out, part, topic, result.last_offset))
         return out
-    except KafkaError as e:
+    except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline (storage_failed)
         _failed(metrics, topic)
+        e = broker.replicas.error_for(topic, index, exc)
         return _partition_response(index, e.code, e.message or None)
-    except OSError as e:
-        log.error("produce to %s-%d failed: %s", topic, index, e)
-        _failed(metrics, topic)
-        return _partition_response(index, ErrorCode.KAFKA_STORAGE_ERROR, str(e))
 
 
 async def _replicated(w: _Wait, timeout_ms: int, metrics: Any) -> None:

@@ -15,6 +15,7 @@ from kafkad.daemon.groups import OFFSETS_TOPIC, GroupConfig, ManualScheduler, Of
 from kafkad.daemon.groups.group_coordinator import GroupCoordinator
 from kafkad.daemon.groups.log_store import LogGroupStore
 from kafkad.daemon.groups.records import partition_for
+from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.records import patch_offset_and_epoch, read_header
 
 
@@ -66,6 +67,7 @@ class _Replicas:
         self.overrides: Mapping[str, str] | None = None
         self.creates = 0
         self.added: list[int] = []  # new_total of each add_partitions call
+        self.offline: set[tuple[str, int]] = set()  # partitions whose files failed
 
     def has_topic(self, topic: str) -> bool:
         return any(t == topic for t, _ in self.parts)
@@ -86,6 +88,9 @@ class _Replicas:
 
     def get(self, topic: str, partition: int) -> _Partition | None:
         return self.parts.get((topic, partition))
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        return (topic, partition) in self.offline
 
     def count(self) -> int:
         return sum(1 for t, _ in self.parts if t == OFFSETS_TOPIC)
@@ -241,3 +246,26 @@ def test_close_stops_a_creation_in_progress() -> None:
 
     asyncio.run(main())
     assert not store.ready and 1 <= replicas.count() < 50  # no partition added after close
+
+
+def test_an_offline_offsets_partition_keeps_the_partition_count_and_fails_only_its_groups() -> None:
+    """A __consumer_offsets partition whose files failed still counts: the group hash must not change
+    (commits would land in the wrong partitions), nothing is created in its place, and only the groups
+    it holds get COORDINATOR_NOT_AVAILABLE."""
+    clock = ManualClock()
+    replicas = _Replicas()
+    for i in (0, 1, 3):
+        replicas.parts[(OFFSETS_TOPIC, i)] = _Partition()
+    replicas.parts[(OFFSETS_TOPIC, 0)].log.end = 5  # holds data
+    replicas.offline.add((OFFSETS_TOPIC, 2))
+    store = LogGroupStore(replicas, clock, 4, 1 << 20)
+    assert store.num_partitions == 4 and store.ready
+    asyncio.run(store.ensure_topic())
+    assert replicas.creates == 0 and replicas.added == []
+    on_offline = next(g for g in (f"g{i}" for i in range(100)) if partition_for(g, 4) == 2)
+    elsewhere = next(g for g in (f"g{i}" for i in range(100)) if partition_for(g, 4) == 1)
+    with pytest.raises(KafkaError) as err:
+        store.write(on_offline, [(b"k", b"v")])
+    assert err.value.code is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    store.write(elsewhere, [(b"k", b"v")])
+    assert replicas.parts[(OFFSETS_TOPIC, 1)].log.end == 1

@@ -127,6 +127,9 @@ class FakeLogManager:
     def logs(self) -> Any:
         return iter(self.logs_.values())
 
+    def offline_logs(self) -> list[Any]:
+        return []
+
     def check_writable(self) -> None:
         pass
 

@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
 
 from kafkad.protocol import ApiKey
 from kafkad.replication.broker_channel import BrokerChannel
-from tests.cluster.cluster import KafkadCluster
+from tests.cluster.cluster import KafkadCluster, wait_until
 from tests.cluster.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(180)]
@@ -89,3 +90,131 @@ def test_register_elect_create_and_fail_over(
         st = c.wait_leader("rf3", p, timeout_s=20, exclude=[controller])
         assert controller not in st.isr
     print(f"controller failover after kill -9: {took:.2f}s (new controller {new_controller})")
+
+
+def _leaders(c: KafkadCluster, topic: str, n: int) -> dict[int, int]:
+    out = {}
+    for p in range(n):
+        st = c.partition_state(topic, p)
+        out[p] = st.leader if st is not None else -1
+    return out
+
+
+def test_leader_kill9_and_sigterm_move_leadership(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    c = kafkad_cluster(zk_server.connect_string, 3, overrides={"controlled.shutdown.retry.backoff.ms": "500"})
+    c.wait_registered([1, 2, 3], timeout_s=30)
+    controller = c.wait_controller(timeout_s=30)
+    assert create_topic(c.broker(controller).bootstrap, "moves", 6, 3)["error_code"] == 0
+    for p in range(6):
+        c.wait_leader("moves", p, timeout_s=10)
+    victim, survivor = [b for b in c.ids if b != controller]
+
+    # kill -9 of a leader that is not the controller: its partitions get leaders from the ISR
+    led = [p for p, leader in _leaders(c, "moves", 6).items() if leader == victim]
+    assert led
+    t0 = time.monotonic()
+    c.kill9(victim)
+    for p in led:
+        st = c.wait_leader("moves", p, timeout_s=30, exclude=[victim])
+        assert victim not in st.isr and st.leader in (controller, survivor)
+    print(f"leader kill -9 -> new leaders: {time.monotonic() - t0:.2f}s")
+
+    # SIGTERM of a leader: leadership moves while it is still registered. ZooKeeper delivers one client's
+    # watch events in zxid order, so the order of the events below is the order of the writes.
+    c.restart(victim)
+    c.wait_registered([victim], timeout_s=30)
+    led = [p for p, leader in _leaders(c, "moves", 6).items() if leader == survivor]
+    assert led
+    events: list[str] = []
+    zk = KazooClient(hosts=c.zookeeper_connect)
+    zk.start(timeout=15)
+    try:
+        for p in led:
+            zk.get(
+                f"/brokers/topics/moves/partitions/{p}/state", watch=lambda e, p=p: events.append(f"state{p}")
+            )
+        zk.exists(f"/brokers/ids/{survivor}", watch=lambda e: events.append("deregistered"))
+        assert c.sigterm(survivor, timeout_s=60) == 0
+        wait_until(lambda: "deregistered" in events, 30, "the broker's znode is gone")
+    finally:
+        zk.stop()
+        zk.close()
+    assert events.index("deregistered") == len(led), (
+        f"leadership did not move before deregistration: {events}"
+    )
+    for p in led:
+        st = c.partition_state("moves", p)
+        assert st is not None and st.leader != survivor
+        # (a follower may rejoin an ISR between its controlled shutdown and its exit; its loss removes it)
+        c.wait_until(
+            lambda p=p: survivor not in c.partition_state("moves", p).isr,  # type: ignore[union-attr]
+            30,
+            f"broker {survivor} out of the ISR of moves-{p}",
+        )
+    assert "controlled shutdown succeeded" in c.broker(survivor).log_text()
+
+
+def test_frozen_controller_is_fenced(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    from kafkad.election.context import ControllerContext
+    from kafkad.election.partition_ops import ControllerMovedError, PartitionOps
+    from kafkad.election.zk_client import SetOp, ZkClient
+
+    c = kafkad_cluster(zk_server.connect_string, 3)
+    c.wait_registered([1, 2, 3], timeout_s=30)
+    old = c.wait_controller(timeout_s=30)
+    epoch0 = c.zk.controller_epoch()
+    assert epoch0 is not None
+    _, epoch0_stat = c.zk.client.get("/controller_epoch")
+    assert create_topic(c.broker(old).bootstrap, "frozen", 3, 3)["error_code"] == 0
+    for p in range(3):
+        c.wait_leader("frozen", p, timeout_s=10)
+    old_broker_epoch = c.zk.broker_epoch(old)
+
+    c.sigstop(old)  # frozen past zookeeper.session.timeout.ms (6 s): its session expires
+    try:
+        new = c.wait_controller(timeout_s=30, exclude=[old])
+        assert (c.zk.controller_epoch() or 0) > epoch0
+        for p in range(3):
+            c.wait_leader("frozen", p, timeout_s=30, exclude=[old])
+    finally:
+        c.sigcont(old)
+    # it comes back as a plain broker with a new session (new broker epoch), the new controller stays
+    c.wait_until(
+        lambda: c.zk.broker_epoch(old) not in (None, old_broker_epoch), 30, f"broker {old} registered again"
+    )
+    assert c.controller_id() == new
+    c.wait_until(lambda: "resigns" in c.broker(old).log_text(), 10, f"broker {old} resigned as controller")
+
+    # a request stamped with the old controller epoch is refused by the brokers
+    target = next(b for b in c.ids if b != old)
+    stale = {
+        "controller_id": old,
+        "controller_epoch": epoch0,
+        "broker_epoch": -1,
+        "type": 0,
+        "topic_states": [],
+        "live_leaders": [],
+    }
+    resp = request(c.broker(target).bootstrap, ApiKey.LEADER_AND_ISR, 5, stale)
+    assert resp["error_code"] == 11  # STALE_CONTROLLER_EPOCH
+
+    # and a ZooKeeper write fenced on the old /controller_epoch version fails (the old controller's path)
+    async def stale_write() -> None:
+        zk = ZkClient(c.zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=10000)
+        await zk.start()
+        try:
+            ctx = ControllerContext(epoch=epoch0, epoch_zk_version=epoch0_stat.version)
+            ops = PartitionOps(ctx, zk, old, lambda _t: False)
+            path = "/brokers/topics/frozen/partitions/0/state"
+            before = await zk.get(path)
+            with pytest.raises(ControllerMovedError):
+                await ops.fenced([SetOp(path, b'{"garbage":1}')])
+            assert (await zk.get(path))[0] == before[0]
+        finally:
+            await zk.close()
+
+    asyncio.run(stale_write())

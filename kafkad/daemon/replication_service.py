@@ -79,6 +79,12 @@ async def start_replication(broker: Broker) -> ReplicationService:
     fetchers = FetcherManager(fetcher_config(broker), clock.time_ms)
     replicas = broker.replicas
     replicas.enter_cluster_mode(fetchers, clock.time_ms)
+
+    def topic_overrides(topic: str) -> dict[str, str] | None:
+        cluster = broker.services.get("cluster")  # ClusterAdmin: /config/topics as last seen
+        return cluster.topic_overrides(topic) if cluster is not None else None  # type: ignore[no-any-return]
+
+    replicas.topic_overrides = topic_overrides
     service = ReplicationService(broker, fetchers, cache)
     loop = asyncio.get_running_loop()
     lag_ms = int(broker.config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]

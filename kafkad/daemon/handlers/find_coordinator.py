@@ -1,4 +1,5 @@
 """FindCoordinator (10) v0-2: this broker coordinates every group; transactions are not offered.
+In cluster mode: the leader of the group's __consumer_offsets partition (cluster_metadata.py).
 
 A transactional id (key type 1) is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what Kafka answers when
 the client may not use that id: librdkafka (and the Java client) treat it as fatal at once, so
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafkad.daemon import cluster_metadata
 from kafkad.daemon.groups.service import ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
@@ -53,6 +55,9 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     if broker.stopping:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down")
+    cache = broker.services.get("metadata_cache")
+    if cache is not None:  # cluster mode: the leader of the group's __consumer_offsets partition
+        return await cluster_metadata.find_coordinator(ctx, cache, request.body["key"])
     await ready_coordinator(broker)  # KafkaError(COORDINATOR_NOT_AVAILABLE) -> the error body
     host, port = broker.advertised_host_port()
     return {

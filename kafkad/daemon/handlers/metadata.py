@@ -3,6 +3,7 @@
 __consumer_offsets is created on demand by the group coordinator (groups/service.py): it is not
 listed while half made, and a request naming it creates it like Kafka does for internal topics
 (whatever auto.create.topics.enable says, if the request allows auto-creation).
+In cluster mode the answer comes from the metadata cache (cluster_metadata.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafkad.daemon import cluster_metadata
 from kafkad.daemon.broker import INTERNAL_TOPICS, Broker, topic_name_error
 from kafkad.daemon.groups.config import OFFSETS_TOPIC
 from kafkad.daemon.groups.service import hidden_topics, ready_coordinator
@@ -64,6 +66,9 @@ def _error_topic(name: str, code: ErrorCode) -> dict[str, Any]:
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     body = request.body
+    cache = broker.services.get("metadata_cache")
+    if cache is not None:  # cluster mode: the controller's view (once per request)
+        return await cluster_metadata.metadata(ctx, cache, body)
     requested = body.get("topics")
     allow_auto = bool(body.get("allow_auto_topic_creation", True)) if ctx.version >= 4 else True
     topics: list[dict[str, Any]] = []

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import struct
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -57,6 +58,24 @@ _AWAIT_CONTROLLER = frozenset(
 def _storage(part: Partition) -> Any:
     """The partition's storage PartitionLog (the parts of it Partition's protocol does not list)."""
     return part.log
+
+
+_BATCH_LENGTH = struct.Struct(">i")  # at offset 8 of a batch: the bytes after this field
+
+
+def _whole_batches(records: Any) -> memoryview | None:
+    """The fetched records without a trailing partial batch (a leader fills partition_max_bytes and may
+    cut the last batch short, as Kafka's; the follower takes it whole in its next fetch)."""
+    if not records:
+        return None
+    view = records if isinstance(records, memoryview) else memoryview(records)
+    end, size = 0, len(view)
+    while end + 12 <= size:
+        n = end + 12 + _BATCH_LENGTH.unpack_from(view, end + 8)[0]
+        if n > size or n <= end + 12:
+            break
+        end = n
+    return view[:end] if end else None
 
 
 class FetcherConfig(NamedTuple):
@@ -301,7 +320,7 @@ class ReplicaFetcher:
         plog = _storage(part)
         code = ErrorCode(p["error_code"])
         if code is ErrorCode.NONE:
-            records = p["records"]
+            records = _whole_batches(p["records"])
             if records:
                 try:
                     plog.append(records, leader_epoch=f.epoch, now_ms=now_ms, origin=AppendOrigin.REPLICATION)

@@ -1,7 +1,7 @@
 """Follower fetching between two real kafkad processes, driven by LeaderAndIsr / UpdateMetadata that the test
-sends itself with BrokerChannel (a real wire test of the broker-side handlers; the controller is not
-involved). Both brokers run in cluster mode with no controller: zookeeper.connect names a ZooKeeper that
-replication never dials.
+sends itself with BrokerChannel (a real wire test of the broker-side handlers). Both brokers run in cluster
+mode on a real ZooKeeper, but the test's requests carry controller epochs far above the real controller's,
+so they fence it off and the test alone decides who leads the topic (which ZooKeeper does not know).
 
 Checked: acks=all waits for the follower and succeeds; the follower's segment file is byte-identical to the
 leader's; a follower answers consumers NOT_LEADER_OR_FOLLOWER; fencing (stale controller epoch, stale leader
@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -22,33 +21,34 @@ import pytest
 from kafkad.protocol import ApiKey, ErrorCode
 from kafkad.replication.broker_channel import BrokerChannel
 from kafkad.storage.records import SimpleRecord, build_batch
+from tests.cluster.cluster import KafkadCluster
+from tests.cluster.zookeeper import ZooKeeperServer
 from tests.integration.broker_process import BrokerProcess
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.system, pytest.mark.timeout(120)]
 
 TOPIC = "replicated"
 CONTROLLER = 99
 ZERO_ID = uuid.UUID(int=0)
 
 
-def _overrides(broker_id: int) -> dict[str, str]:
-    return {
-        "broker.id": str(broker_id),
-        "zookeeper.connect": "127.0.0.1:1",  # cluster mode; nothing here dials it
-        "replica.fetch.wait.max.ms": "200",
-        "replica.fetch.backoff.ms": "100",
-        "min.insync.replicas": "2",
-        "log.flush.offset.checkpoint.interval.ms": "60000",
-    }
+EPOCH = 1000  # controller epochs of the test's requests: above anything the real controller has
+
+OVERRIDES = {
+    "replica.fetch.wait.max.ms": "200",
+    "replica.fetch.backoff.ms": "100",
+    "min.insync.replicas": "2",
+    "log.flush.offset.checkpoint.interval.ms": "60000",
+}
 
 
 @pytest.fixture()
-def pair(tmp_path: Path) -> Iterator[tuple[BrokerProcess, BrokerProcess]]:
-    with (
-        BrokerProcess(tmp_path / "b1", _overrides(1)) as b1,
-        BrokerProcess(tmp_path / "b2", _overrides(2)) as b2,
-    ):
-        yield b1, b2
+def pair(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> tuple[BrokerProcess, BrokerProcess]:
+    c = kafkad_cluster(zk_server.connect_string, 2, overrides=OVERRIDES)
+    c.wait_registered([1, 2], timeout_s=30)
+    return c.broker(1), c.broker(2)
 
 
 def run(test: Callable[[], Awaitable[None]]) -> None:
@@ -170,14 +170,14 @@ def test_acks_all_follower_copies_byte_for_byte_and_fencing(
         c2 = BrokerChannel("127.0.0.1", b2.port, client_id="test")
         brokers = live((1, b1), (2, b2))
         for ch in (c1, c2):
-            assert (await ch.request(ApiKey.UPDATE_METADATA, 7, update_metadata(1, brokers, 1, 1, [1, 2])))[
-                "error_code"
-            ] == 0
+            assert (
+                await ch.request(ApiKey.UPDATE_METADATA, 7, update_metadata(EPOCH + 1, brokers, 1, 1, [1, 2]))
+            )["error_code"] == 0
         assert lai_errors(
-            await c1.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(1, 1, 1, [1, 2], b1.port))
+            await c1.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(EPOCH + 1, 1, 1, [1, 2], b1.port))
         ) == [0]
         assert lai_errors(
-            await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(1, 1, 1, [1, 2], b1.port))
+            await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(EPOCH + 1, 1, 1, [1, 2], b1.port))
         ) == [0]
         offsets = []
         for i in range(20):
@@ -194,10 +194,10 @@ def test_acks_all_follower_copies_byte_for_byte_and_fencing(
         assert hw == sum(range(1, 21))
         # fencing: the same leader epoch again, an older controller epoch, a stale broker epoch
         assert lai_errors(
-            await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(1, 1, 1, [1, 2], b1.port))
+            await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(EPOCH + 1, 1, 1, [1, 2], b1.port))
         ) == [ErrorCode.STALE_CONTROLLER_EPOCH]
-        await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(3, 1, 2, [1, 2], b1.port))
-        stale = await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(2, 1, 3, [1, 2], b1.port))
+        await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(EPOCH + 3, 1, 2, [1, 2], b1.port))
+        stale = await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(EPOCH + 2, 1, 3, [1, 2], b1.port))
         assert stale["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
         c1.close()
         c2.close()
@@ -213,9 +213,9 @@ def test_cut_off_leader_truncates_its_unreplicated_tail(pair: tuple[BrokerProces
         c2 = BrokerChannel("127.0.0.1", b2.port, client_id="test")
         brokers = live((1, b1), (2, b2))
         for ch in (c1, c2):
-            await ch.request(ApiKey.UPDATE_METADATA, 7, update_metadata(1, brokers, 1, 1, [1, 2]))
+            await ch.request(ApiKey.UPDATE_METADATA, 7, update_metadata(EPOCH + 1, brokers, 1, 1, [1, 2]))
             assert lai_errors(
-                await ch.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(1, 1, 1, [1, 2], b1.port))
+                await ch.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(EPOCH + 1, 1, 1, [1, 2], b1.port))
             ) == [0]
         for i in range(5):
             assert (await produce(c1, [b"replicated-%d" % i]))["error_code"] == 0
@@ -223,7 +223,7 @@ def test_cut_off_leader_truncates_its_unreplicated_tail(pair: tuple[BrokerProces
         # Broker 2 takes over at epoch 2 (broker 1 is "cut off": it hears nothing and stays leader at
         # epoch 1). Broker 1 then takes acks=1 writes nobody replicates; broker 2 takes its own.
         assert lai_errors(
-            await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(2, 2, 2, [2], b2.port))
+            await c2.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(EPOCH + 2, 2, 2, [2], b2.port))
         ) == [0]
         for i in range(3):
             assert (await produce(c1, [b"lost-%d" % i, b"lost-too"], acks=1))["error_code"] == 0
@@ -232,7 +232,7 @@ def test_cut_off_leader_truncates_its_unreplicated_tail(pair: tuple[BrokerProces
         assert len(segment(b1)) != len(segment(b2))
         # Broker 1 comes back as a follower of broker 2: it must drop its tail, then copy broker 2's log.
         assert lai_errors(
-            await c1.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(2, 2, 2, [2], b2.port))
+            await c1.request(ApiKey.LEADER_AND_ISR, 5, leader_and_isr(EPOCH + 2, 2, 2, [2], b2.port))
         ) == [0]
         await until(lambda: segment(b1) == segment(b2), "the old leader truncated and caught up")
         assert b"lost-0" not in segment(b1)

@@ -1,0 +1,197 @@
+"""ISR replication with a real ZooKeeper, the real controller and three real kafkad processes (issue 11).
+
+RF 3, min.insync.replicas=2, an idempotent confluent-kafka producer with acks=all writing while the leader is
+killed (-9) and brought back: every acknowledged record is read back exactly once, and the three replicas'
+logs are byte-identical once the restarted broker is back in the ISR. With two of three replicas down,
+acks=all answers NOT_ENOUGH_REPLICAS while acks=1 still works.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from tests.cluster.cluster import KafkadCluster
+from tests.cluster.test_election import create_topic
+from tests.cluster.zookeeper import ZooKeeperServer
+
+pytestmark = [pytest.mark.system, pytest.mark.timeout(180)]
+
+TOPIC = "acked"
+OVERRIDES = {
+    "min.insync.replicas": "2",
+    "replica.lag.time.max.ms": "4000",
+    "replica.fetch.wait.max.ms": "100",
+    "replica.fetch.backoff.ms": "200",
+    "unclean.leader.election.enable": "false",
+}
+
+
+def replica_bytes(c: KafkadCluster, bid: int, topic: str, partition: int) -> bytes:
+    """The replica's whole log: its segments' bytes in offset order."""
+    d: Path = c.broker(bid).data_dir / f"{topic}-{partition}"
+    return b"".join(p.read_bytes() for p in sorted(d.glob("*.log")))
+
+
+def read_all(bootstrap: str, topic: str, partition: int, end: int) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "verify",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        out: list[bytes] = []
+        deadline = time.monotonic() + 60
+        offset = -1
+        while offset < end - 1 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                continue
+            offset = msg.offset()
+            out.append(bytes(msg.value()))
+        assert offset == end - 1, f"read up to {offset}, expected {end - 1}"
+        return out
+    finally:
+        consumer.close()
+
+
+def test_acks_all_survives_leader_kill9_exactly_once_and_replicas_match(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    c = kafkad_cluster(zk_server.connect_string, 3, overrides=OVERRIDES)
+    c.wait_registered([1, 2, 3], timeout_s=30)
+    c.wait_controller(timeout_s=30)
+    assert create_topic(c.bootstrap.split(",")[0], TOPIC, 1, 3)["error_code"] == 0
+    c.wait_until(
+        lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s, 30, "full ISR"
+    )
+    acked: list[bytes] = []
+    errors: list[str] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": c.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": 60000,
+            "retry.backoff.ms": 100,
+        }
+    )
+
+    def delivered(err: object, msg: object) -> None:
+        if err is None:
+            acked.append(bytes(msg.value()))  # type: ignore[attr-defined]
+        else:
+            errors.append(str(err))
+
+    stop = threading.Event()
+
+    def produce_forever() -> None:
+        i = 0
+        while not stop.is_set():
+            producer.produce(TOPIC, value=b"v%08d" % i, partition=0, on_delivery=delivered)
+            i += 1
+            producer.poll(0)
+            if i % 100 == 0:
+                time.sleep(0.01)
+        producer.flush(60)
+
+    writer = threading.Thread(target=produce_forever, daemon=True)
+    writer.start()
+    try:
+        c.wait_until(lambda: len(acked) > 500 or None, 30, "first acks")
+        for _ in range(2):
+            leader = c.wait_leader(TOPIC, 0, timeout_s=30).leader
+            before = len(acked)
+            c.kill9(leader)
+            new = c.wait_leader(TOPIC, 0, timeout_s=30, exclude=[leader])
+            assert new.leader != leader
+            c.wait_until(
+                lambda n=before: len(acked) > n + 300 or None,  # type: ignore[misc]
+                60,
+                "acks after the leader's kill -9",
+            )
+            c.restart(leader)
+            c.wait_until(
+                lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s,
+                60,
+                f"broker {leader} back in the ISR",
+            )
+    finally:
+        stop.set()
+        writer.join(90)
+    assert not writer.is_alive()
+    assert not errors, errors[:5]
+    values = read_all(c.bootstrap, TOPIC, 0, _end_offset(c))
+    seen: dict[bytes, int] = {}
+    for v in values:
+        seen[v] = seen.get(v, 0) + 1
+    dupes = [v for v, n in seen.items() if n > 1]
+    assert not dupes, dupes[:5]
+    missing = [v for v in acked if v not in seen]
+    assert not missing, (len(missing), missing[:5])
+    # the replicas hold the same bytes
+    c.wait_until(
+        lambda: len({replica_bytes(c, b, TOPIC, 0) for b in c.ids}) == 1 or None, 30, "identical replicas"
+    )
+
+
+def _end_offset(c: KafkadCluster) -> int:
+    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "hw"})
+    try:
+        _low, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=30)
+        return int(high)
+    finally:
+        consumer.close()
+
+
+def test_two_of_three_down_acks_all_refused_acks_1_works(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    c = kafkad_cluster(zk_server.connect_string, 3, overrides=OVERRIDES)
+    c.wait_registered([1, 2, 3], timeout_s=30)
+    c.wait_controller(timeout_s=30)
+    assert create_topic(c.bootstrap.split(",")[0], TOPIC, 1, 3)["error_code"] == 0
+    state = c.wait_until(
+        lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s, 30, "full ISR"
+    )
+    survivor = state.leader
+    for b in c.ids:
+        if b != survivor:
+            c.kill9(b)
+    c.wait_until(
+        lambda: (s := c.partition_state(TOPIC, 0)) is not None and s.isr == (survivor,) and s,
+        60,
+        "the ISR shrunk to the survivor",
+    )
+
+    def produce_one(acks: str) -> str | None:
+        p = Producer(
+            {
+                "bootstrap.servers": c.broker(survivor).bootstrap,
+                "acks": acks,
+                "message.timeout.ms": 5000,
+                "retries": 0,
+            }
+        )
+        result: list[str | None] = []
+        p.produce(
+            TOPIC, value=b"x", partition=0, on_delivery=lambda err, _m: result.append(err and err.name())
+        )
+        p.flush(20)
+        return result[0] if result else "no delivery report"
+
+    assert produce_one("all") == "NOT_ENOUGH_REPLICAS"
+    assert produce_one("1") is None

@@ -185,3 +185,71 @@ def raw_list_offsets(raw: Raw, topic: str, partition: int) -> int:
 def metrics(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as r:
         return r.read().decode()
+
+
+def test_a_runtime_io_error_takes_one_partition_offline_and_loses_nothing_acknowledged(
+    offline_broker: tuple[BrokerProcess, int, list[Path]],
+) -> None:
+    """A partition directory made immutable while kafkad runs: its next roll cannot create files (EPERM).
+    That partition goes offline (KAFKA_STORAGE_ERROR, one ERROR line), the other keeps serving, and after
+    the repair and a restart every record the producer saw acknowledged is there."""
+    from confluent_kafka import Producer
+
+    broker, _, immutable = offline_broker
+    create_topics(broker.bootstrap, {"rt": 2}, {"rt": {"segment.bytes": "16384"}})
+    acked: dict[int, list[tuple[int, bytes]]] = {0: [], 1: []}
+    failed: list[str] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is None:
+            acked[msg.partition()].append((msg.offset(), msg.value()))
+        else:
+            failed.append(str(err))
+
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "acks": "all",
+            "message.timeout.ms": 5000,
+            "batch.size": 4096,  # batches well under segment.bytes
+        }
+    )
+
+    def send(partition: int, n: int, tag: str) -> None:
+        for i in range(n):
+            producer.produce(
+                "rt",
+                value=f"{tag}-{i:05d}-".encode() + b"v" * 200,
+                partition=partition,
+                on_delivery=on_delivery,
+            )
+            producer.poll(0)
+        producer.flush(60)
+
+    send(0, 50, "before")
+    send(1, 50, "before")
+    assert not failed and len(acked[0]) == len(acked[1]) == 50
+    partition_dir = broker.data_dir / "rt-0"
+    subprocess.run(["chattr", "+i", str(partition_dir)], check=True, capture_output=True)
+    immutable.append(partition_dir)
+    send(0, 200, "during")  # ~45 KB: rolls past 16 KiB, which needs new files
+    send(1, 200, "during")  # the other partition rolls and serves
+    assert failed, "no produce to the immutable partition failed"
+    assert len(acked[1]) == 250, failed[:3]
+    errors = [line for line in broker.log_text().splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "rt-0" in errors[0] and str(partition_dir) in errors[0], errors
+    raw = Raw(broker.port)
+    try:
+        assert raw_produce(raw, "rt", 0) == STORAGE_ERROR
+        assert raw_produce(raw, "rt", 1) == 0
+    finally:
+        raw.close()
+
+    assert broker.stop(signal.SIGTERM) == 0
+    subprocess.run(["chattr", "-i", str(partition_dir)], check=True)
+    broker.start()
+    got = consume_all(broker.bootstrap, "rt", 2, len(acked[0]) + len(acked[1]) + 1)
+    for part in (0, 1):
+        stored = {g.offset: g.value for g in got if g.partition == part}
+        missing = [(o, v) for o, v in acked[part] if stored.get(o) != v]
+        assert not missing, f"partition {part}: acknowledged records lost: {missing[:3]}"

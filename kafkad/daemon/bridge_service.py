@@ -15,7 +15,6 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -23,8 +22,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from kafkad.daemon.config import BridgeConfig
 from kafkad.spark_bridge.landing import open_landing
+from kafkad.spark_bridge.position import LocalPositionStore
 from kafkad.spark_bridge.segment_source import LogManagerSegmentSource
-from kafkad.spark_bridge.shipper import CHECKPOINT_FILE, Shipper, ShipperConfig, ShipResult
+from kafkad.spark_bridge.shipper import Shipper, ShipperConfig, ShipResult
 
 if TYPE_CHECKING:
     from kafkad.storage.log_manager import LogManager
@@ -78,6 +78,7 @@ def start_bridge(
     log_dirs: tuple[str, ...],
     gate: ShippedGate,
     *,
+    cluster_id: str | None,
     loop: asyncio.AbstractEventLoop,
     registry: CollectorRegistry | None = None,
     status: Callable[[str], None] | None = None,
@@ -99,8 +100,13 @@ def start_bridge(
             )
             loop.call_soon_threadsafe(status, text)
 
+    site = config.site or cluster_id
+    if site is None:
+        raise ValueError("bridge: no bridge.site and no cluster id to name the site by")
     shipper = Shipper(
         ShipperConfig(
+            site=site,
+            cluster_id=cluster_id,
             topics=config.topics,
             rate_limit_bytes_per_sec=config.rate_limit_bytes_per_sec,
             max_segment_age_ms=config.max_segment_age_ms,
@@ -108,7 +114,7 @@ def start_bridge(
         ),
         LogManagerSegmentSource(log_manager, loop),
         landing,
-        Path(log_dirs[0]) / CHECKPOINT_FILE,
+        LocalPositionStore.in_dir(log_dirs[0]),
         on_shipped=on_shipped,
     )
     gate.attach(shipper)
@@ -117,9 +123,11 @@ def start_bridge(
     shipper.start()
     rate = config.rate_limit_bytes_per_sec
     log.info(
-        "bridge: shipping closed segments of topics matching %s to %s (rate limit %s, roll after %d ms)",
+        "bridge: shipping closed segments of topics matching %s to %s as site %s "
+        "(rate limit %s, roll after %d ms)",
         " | ".join(config.topics) if config.topics else "every non-internal topic",
         landing.uri,
+        site,
         f"{rate} bytes/s" if rate > 0 else "none",
         config.max_segment_age_ms,
     )

@@ -27,6 +27,7 @@ from kafkad.daemon.config_defs import (
 )
 from kafkad.daemon.config_table import KEYS, KEYS_BY_NAME
 from kafkad.daemon.properties import PropertiesSyntaxError, parse_properties
+from kafkad.spark_bridge.manifest import valid_site
 
 if TYPE_CHECKING:
     from kafkad.storage.log_config import LogConfig
@@ -149,6 +150,7 @@ class StorageSettings:
 class BridgeConfig:
     enabled: bool
     landing_dir: str | None
+    site: str | None  # None: the cluster id
     topics: tuple[str, ...]
     rate_limit_bytes_per_sec: int
     max_segment_age_ms: int
@@ -335,6 +337,9 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
         raise _err(s, "group.min.session.timeout.ms", "must not exceed group.max.session.timeout.ms")
     if b("bridge.enabled") and opt_s("bridge.landing.dir") is None:
         raise _err(s, "bridge.enabled", "bridge.landing.dir must be set when the bridge is enabled")
+    site = opt_s("bridge.site")
+    if site is not None and not valid_site(site):
+        raise _err(s, "bridge.site", "use letters, digits, '.', '_' and '-' only")
     log_dirs = lst("log.dirs") or (str(v("log.dir")),)
 
     # Kafka's precedence: log.retention.ms > .minutes > .hours; log.roll.ms > log.roll.hours.
@@ -414,6 +419,7 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
         bridge=BridgeConfig(
             enabled=b("bridge.enabled"),
             landing_dir=opt_s("bridge.landing.dir"),
+            site=site,
             topics=lst("bridge.topics"),
             rate_limit_bytes_per_sec=i("bridge.rate.limit.bytes.per.sec"),
             max_segment_age_ms=i("bridge.max.segment.age.ms"),

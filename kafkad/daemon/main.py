@@ -198,6 +198,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             log_manager,
             dirs,
             gate,
+            cluster_id=cluster_id,
             loop=loop,
             registry=ops.metrics.registry,
             status=lambda text: ops.status(f"{serving}; {text}"),

@@ -215,7 +215,7 @@ def _binary_column(buffer: pa.Buffer, starts: I64, lengths: I64) -> pa.Array:
     return interleaved.take(pa.array(np.arange(0, 2 * n - 1, 2, dtype=np.int64)))
 
 
-def _repeated_string(text: str, n: int) -> pa.Array:
+def repeated_string(text: str, n: int) -> pa.Array:
     raw = text.encode()
     offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))
@@ -306,7 +306,7 @@ def decode_chunk(chunk: _Chunk, topic: str, partition: int) -> pa.RecordBatch:
 
     buffer = pa.py_buffer(blob)
     columns = [
-        _repeated_string(topic, n),
+        repeated_string(topic, n),
         pa.array(np.full(n, partition, dtype=np.int32)),
         pa.array(offsets),
         pa.array(ts_ms * 1000, pa.timestamp("us", tz="UTC")),

@@ -2,17 +2,22 @@
 
 Planning (driver): the landing area's manifests are listed and pruned by the options below (no
 `pushFilters`: Spark 4.3 refuses to read from a source that has it unless
-`spark.sql.python.filterPushdown.enabled` is set); each remaining segment is one
-input partition, a large one cut at batch boundaries into pieces of about `splitBytes` using the
-manifest's batch index. Reading (executors): the piece is read from the landing store, CRC-32C checked
-against the manifest when it is the whole file, and decoded by `arrow_decode` into
-`pyarrow.RecordBatch`es (all codecs, control batches skipped).
+`spark.sql.python.filterPushdown.enabled` is set); overlapping objects of one (site, topic,
+partition) are resolved by `plan.assign`, so every offset is read once; each object is cut at batch
+boundaries into pieces of about `splitBytes` using the manifest's batch index, and small pieces are
+packed into input partitions of about `splitBytes`. Reading (executors): each piece is read from the
+landing store, CRC-32C checked against the manifest when it is the whole file, decoded by
+`arrow_decode` into `pyarrow.RecordBatch`es (all codecs, control batches skipped) and filtered to its
+offset ranges; `site` and `cluster_id` columns come from the manifest.
 
 Options (all optional):
+  sites           comma-separated site names
   topics          comma-separated topic names
   partitions      comma-separated partition numbers
   startingOffset  first offset to return (inclusive), endingOffset: last offset + 1 (exclusive)
   manifests       JSON list of manifest names (relative to the landing root) to read, nothing else
+  planFile        a JSON file of pieces (`SegmentPiece.to_json`) to read as they are (the ingest job)
+  legacySite      the site of objects shipped before sites existed (default "legacy")
   splitBytes      target bytes per input partition (default 64 MiB)
   verifyCrc       "true"/"false": per-batch CRC and whole-file CRC checks (default true)
 
@@ -21,7 +26,6 @@ Call `register(spark)` once per session before reading.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -34,43 +38,38 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
-from kafkad.spark_bridge.arrow_decode import decode_segment
+from kafkad.spark_bridge.arrow_decode import decode_segment, repeated_string
 from kafkad.spark_bridge.landing import open_landing
 from kafkad.spark_bridge.manifest import Manifest
+from kafkad.spark_bridge.plan import SegmentPiece, StreamKey, assign, pack, plan_pieces
 
 SCHEMA_DDL = (
-    "topic string, partition int, offset long, timestamp timestamp, timestamp_type int, "
+    "site string, cluster_id string, topic string, partition int, offset long, timestamp timestamp, timestamp_type int, "
     "key binary, value binary, headers array<struct<key: string, value: binary>>, date date"
 )
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 _MAX_OFFSET = (1 << 63) - 1
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentPiece:
-    """One input partition: bytes [start, end) of a shipped segment (batch boundaries)."""
-
-    landing_uri: str
-    log_name: str
-    topic: str
-    partition: int
-    start: int
-    end: int
-    size: int  # of the whole file
-    crc32c: int
+LEGACY_SITE = "legacy"
 
 
 @dataclass(slots=True)
 class Selection:
     """What to read, from the options."""
 
+    sites: set[str] | None = None
+    legacy_site: str = LEGACY_SITE
     topics: set[str] | None = None
     partitions: set[int] | None = None
     min_offset: int = 0
     max_offset: int = _MAX_OFFSET  # inclusive
     manifests: list[str] | None = None
 
+    def site_of(self, m: Manifest) -> str:
+        return m.site if m.site is not None else self.legacy_site
+
     def wants(self, m: Manifest) -> bool:
+        if self.sites is not None and self.site_of(m) not in self.sites:
+            return False
         if self.topics is not None and m.topic not in self.topics:
             return False
         if self.partitions is not None and m.partition not in self.partitions:
@@ -82,28 +81,6 @@ class Selection:
     @property
     def filters_offsets(self) -> bool:
         return self.min_offset > 0 or self.max_offset < _MAX_OFFSET
-
-
-def plan_pieces(manifest: Manifest, landing_uri: str, split_bytes: int) -> list[SegmentPiece]:
-    """Cut a segment at indexed batch boundaries into pieces of at least `split_bytes` (the last may be less)."""
-    bounds = [0]
-    for pos, _offset in manifest.batch_index[1:]:
-        if pos - bounds[-1] >= split_bytes and manifest.size - pos >= split_bytes // 4:
-            bounds.append(pos)
-    bounds.append(manifest.size)
-    return [
-        SegmentPiece(
-            landing_uri,
-            manifest.log_name,
-            manifest.topic,
-            manifest.partition,
-            start,
-            end,
-            manifest.size,
-            manifest.crc32c,
-        )
-        for start, end in itertools.pairwise(bounds)
-    ]
 
 
 def list_manifests(landing_uri: str, names: Sequence[str] | None = None) -> list[Manifest]:
@@ -118,10 +95,34 @@ def list_manifests(landing_uri: str, names: Sequence[str] | None = None) -> list
     return out
 
 
+def plan_landing(
+    landing_uri: str, manifests: Sequence[Manifest], selection: Selection, split_bytes: int
+) -> list[list[SegmentPiece]]:
+    """Input partitions reading every selected offset of the landing once."""
+    streams: dict[StreamKey, list[Manifest]] = {}
+    for m in manifests:
+        if selection.wants(m):
+            streams.setdefault((selection.site_of(m), m.topic, m.partition), []).append(m)
+    pieces = []
+    for (site, _t, _p), ms in sorted(streams.items()):
+        for a in assign(ms)[0]:
+            pieces += plan_pieces(a.manifest, landing_uri, split_bytes, site=site, ranges=a.ranges)
+    return pack(pieces, split_bytes)
+
+
+def _site_columns(piece: SegmentPiece, batch: pa.RecordBatch) -> pa.RecordBatch:
+    n = batch.num_rows
+    site = repeated_string(piece.site, n)
+    cluster = pa.nulls(n, pa.string()) if piece.cluster_id is None else repeated_string(piece.cluster_id, n)
+    return pa.RecordBatch.from_arrays(
+        [site, cluster, *batch.columns], names=["site", "cluster_id", *batch.schema.names]
+    )
+
+
 def read_piece(
     piece: SegmentPiece, selection: Selection, verify_crc: bool = True
 ) -> Iterator[pa.RecordBatch]:
-    """Executor side: decode one piece into RecordBatches, applying the offset range if any."""
+    """Executor side: decode one piece into RecordBatches, keeping its offset ranges and the selection's."""
     store = open_landing(piece.landing_uri)
     with store.open_read(piece.log_name) as f:
         f.seek(piece.start)
@@ -131,16 +132,29 @@ def read_piece(
     if verify_crc and piece.start == 0 and piece.end == piece.size and crc32c(data) != piece.crc32c:
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{piece.log_name}: CRC-32C differs from its manifest")
     for batch in decode_segment(data, piece.topic, piece.partition, verify_crc=verify_crc):
+        offsets = batch.column(2)
+        mask = None
+        if piece.ranges:
+            mask = _in_ranges(offsets, piece.ranges)
         if selection.filters_offsets:
-            offsets = batch.column(2)
-            mask = pc.and_(
+            window = pc.and_(
                 pc.greater_equal(offsets, selection.min_offset),
                 pc.less_equal(offsets, selection.max_offset),
             )
+            mask = window if mask is None else pc.and_(mask, window)
+        if mask is not None:
             batch = batch.filter(mask)
             if batch.num_rows == 0:
                 continue
-        yield batch
+        yield _site_columns(piece, batch)
+
+
+def _in_ranges(offsets: pa.Array, ranges: tuple[tuple[int, int], ...]) -> pa.Array:
+    mask = None
+    for lo, hi in ranges:
+        one = pc.and_(pc.greater_equal(offsets, lo), pc.less_equal(offsets, hi))
+        mask = one if mask is None else pc.or_(mask, one)
+    return mask
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -157,8 +171,12 @@ class KafkadReader(DataSourceReader):  # type: ignore[misc,unused-ignore]
             raise ValueError("kafkad data source: load(<landing dir>) or option('landing', ...) is required")
         topics = _csv(options.get("topics"))
         parts = _csv(options.get("partitions"))
+        sites = _csv(options.get("sites"))
         manifests = options.get("manifests")
+        self.plan_file = options.get("planfile")
         self.selection = Selection(
+            sites=set(sites) if sites else None,
+            legacy_site=options.get("legacysite", LEGACY_SITE),
             topics=set(topics) if topics else None,
             partitions={int(p) for p in parts} if parts else None,
             min_offset=int(options.get("startingoffset", "0")),
@@ -169,18 +187,20 @@ class KafkadReader(DataSourceReader):  # type: ignore[misc,unused-ignore]
         self.verify_crc = options.get("verifycrc", "true").lower() != "false"
 
     def partitions(self) -> Sequence[InputPartition]:
-        manifests = [
-            m for m in list_manifests(self.landing_uri, self.selection.manifests) if self.selection.wants(m)
-        ]
-        pieces = [p for m in manifests for p in plan_pieces(m, self.landing_uri, self.split_bytes)]
+        if self.plan_file:
+            with open(self.plan_file, "rb") as f:
+                pieces = [SegmentPiece.from_json(d) for d in json.load(f)]
+            groups = pack(pieces, self.split_bytes)
+        else:
+            manifests = list_manifests(self.landing_uri, self.selection.manifests)
+            groups = plan_landing(self.landing_uri, manifests, self.selection, self.split_bytes)
         # Spark needs at least one partition; an empty one reads nothing.
-        return [InputPartition(p) for p in pieces] or [InputPartition(None)]
+        return [InputPartition(g) for g in groups] or [InputPartition([])]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        piece: SegmentPiece | None = partition.value
-        if piece is None:
-            return iter(())
-        return read_piece(piece, self.selection, self.verify_crc)
+        pieces: list[SegmentPiece] = partition.value
+        for piece in pieces:
+            yield from read_piece(piece, self.selection, self.verify_crc)
 
 
 class KafkadDataSource(DataSource):  # type: ignore[misc,unused-ignore]

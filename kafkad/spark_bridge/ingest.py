@@ -1,203 +1,130 @@
-"""`kafkad-spark-ingest`: the nightly job turning shipped segments into Parquet, exactly once.
+"""`kafkad-spark-ingest`: the nightly job turning shipped segments of every site into Parquet, exactly once.
 
     kafkad-spark-ingest --landing DIR --output DIR [--master local[*]|spark://HOST:PORT]
+                        [--summary-json FILE] [--legacy-site NAME]
     spark-submit kafkad/spark_bridge/ingest.py --landing DIR --output DIR
 
-Output: `<output>/topic=<t>/date=<yyyy-mm-dd>/part-*.parquet` (Spark's partitionBy layout), plus two
-hidden entries Spark's readers skip: the ledger `<output>/_kafkad_ingest_ledger.json` (every segment
-ingested so far: `topic/partition/base` -> CRC-32C, run id) and the staging area `<output>/_staging/`.
+Output: `<output>/site=<s>/topic=<t>/date=<yyyy-mm-dd>/part-*.parquet` (Spark's partitionBy layout:
+a query for one site, topic and day reads only its files), each row with its `site` and `cluster_id`;
+plus entries Spark's readers skip: the ledger `_kafkad_ingest_ledger.json` (offset ranges ingested
+per site/topic/partition, see `ledger.py`), the run summary `_kafkad_ingest_summary.json` (see
+`report.py`) and the staging area `_staging/`.
 
-Idempotence (a run killed at any instant, then re-run, gives neither loss nor duplicates):
+A run, idempotent (killed at any instant then re-run: neither loss nor duplicates):
 
-1. Recover: every `_staging/<run>` left by an earlier run is either complete (its `_KAFKAD_RUN.json`
-   intent file exists, written only after Spark finished all its files) and is rolled forward (steps 4-5),
-   or incomplete and deleted: its segments are not in the ledger, so this run ingests them again.
-2. Select the segments whose manifests are not in the ledger (listing manifests only, so a segment
-   still being shipped is invisible until it is complete).
-3. Write them with Spark into `_staging/<run>/` (one Spark job per topic, timed for the summary), then
-   write the intent file (temp + fsync + rename) naming the segments of the run.
+1. List the landing's manifests (names only) and recover: a version-1 ledger is migrated; every
+   `_staging/<run>` left by an earlier run is rolled forward if its intent file exists (written only
+   after Spark finished all its files), else deleted (its ranges are not in the ledger: redone).
+2. Plan: a manifest whose name's range the ledger already covers is not even read; the others are
+   read and `plan.assign` gives each (site, topic, partition) the offsets that neither the ledger nor
+   another object of the run holds, so a segment shipped twice or overlapping ranges of two leaders
+   yield each record once. Objects are cut into pieces and packed into input partitions.
+3. One Spark job reads the plan (`planFile`) and writes `_staging/<run>/`; then the intent file
+   (run id, ranges per stream; temp + fsync + rename).
 4. Move every staged Parquet file to the same relative path under `<output>` (one atomic rename each;
-   names carry Spark's per-job UUID, so they never collide; a file already moved is simply gone from
-   staging, so a repeated move is a no-op).
-5. Commit: rewrite the ledger atomically with the run's segments added, then delete the staging dir.
+   Spark's per-job UUID in the names avoids collisions; a file already moved is simply gone).
+5. Commit: rewrite the ledger atomically with the run's ranges added, then delete the staging dir.
 
-The ledger is the commit point and is written strictly after the data: a crash before step 5 leaves
-the segments un-ledgered, and the intent file makes the re-run finish the same moves instead of writing
-the data a second time. The output must be a filesystem path shared by driver and executors (rename
-is what makes step 4 atomic).
+The ledger is the commit point and is written strictly after the data. The output must be a
+filesystem path shared by driver and executors (rename is what makes step 4 atomic).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
-import shutil
-import signal
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkad.spark_bridge.datasource import list_manifests, register
-from kafkad.spark_bridge.landing import open_landing
-from kafkad.spark_bridge.manifest import Manifest
-from kafkad.storage.checkpoints import fsync_dir, write_atomic
+import pyarrow.parquet as pq
+
+from kafkad.spark_bridge.datasource import DEFAULT_SPLIT_BYTES, LEGACY_SITE, register
+from kafkad.spark_bridge.landing import LandingStore, open_landing
+from kafkad.spark_bridge.ledger import (
+    STAGING_DIR,
+    Ledger,
+    commit,
+    maybe_crash,
+    migrate_v1,
+    read_ledger,
+    recover,
+    write_intent,
+)
+from kafkad.spark_bridge.manifest import Manifest, parse_manifest_name
+from kafkad.spark_bridge.plan import Range, SegmentPiece, StreamKey, assign, covers, merge, plan_pieces
+from kafkad.spark_bridge.report import SUMMARY_FILE, IngestSummary, TopicSummary
 
 log = logging.getLogger("kafkad.spark_bridge.ingest")
 
-LEDGER_FILE = "_kafkad_ingest_ledger.json"
-STAGING_DIR = "_staging"
-INTENT_FILE = "_KAFKAD_RUN.json"
-# Fault injection for the crash tests: SIGKILL ourselves at a named step.
-_CRASH_ENV = "KAFKAD_INGEST_CRASH_AT"
+__all__ = ["STAGING_DIR", "IngestPlan", "plan_run", "read_ledger", "run_ingest"]
 
 
-def segment_id(m: Manifest) -> str:
-    return f"{m.topic}/{m.partition}/{m.base_offset}"
+@dataclass(slots=True)
+class IngestPlan:
+    pieces: list[SegmentPiece]
+    added: dict[StreamKey, list[Range]]  # ranges this run ingests, per stream
+    objects: dict[StreamKey, int]  # objects read per stream
+    landed_end: dict[StreamKey, int]  # per stream: last landed offset + 1
+    manifests_listed: int
+    manifests_read: int
 
 
-@dataclass(frozen=True, slots=True)
-class TopicSummary:
-    topic: str
-    segments: int
-    records: int
-    bytes: int
-    seconds: float
+def plan_run(
+    store: LandingStore,
+    names: Sequence[str],
+    ledger: Ledger,
+    *,
+    legacy_site: str,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+) -> IngestPlan:
+    """Step 2: what to read, from the manifest names, the ledger and the manifests not yet covered."""
+    streams: dict[StreamKey, list[Manifest]] = defaultdict(list)
+    landed_end: dict[StreamKey, int] = {}
+    read = 0
+    for name in names:
+        key = parse_manifest_name(name)
+        if key is None:
+            log.warning("ignoring %s: not a manifest name of the landing layout", name)
+            continue
+        if key.site is not None:
+            sk = (key.site, key.topic, key.partition)
+            landed_end[sk] = max(landed_end.get(sk, 0), key.last_offset + 1)
+            if key.last_offset < key.first_offset or covers(
+                ledger.get(sk, ()), key.first_offset, key.last_offset
+            ):
+                continue  # already ingested (or empty): not even read
+        raw = store.read_bytes(name)
+        if raw is None:
+            raise FileNotFoundError(f"manifest {name} vanished from {store.uri}")
+        read += 1
+        m = Manifest.from_json(raw)
+        sk = (m.site if m.site is not None else legacy_site, m.topic, m.partition)
+        landed_end[sk] = max(landed_end.get(sk, 0), m.last_offset + 1)
+        streams[sk].append(m)
+    pieces: list[SegmentPiece] = []
+    added: dict[StreamKey, list[Range]] = {}
+    objects: dict[StreamKey, int] = {}
+    for sk, ms in sorted(streams.items()):
+        assignments, _ = assign(ms, ledger.get(sk, ()))
+        if not assignments:
+            continue
+        added[sk] = merge(r for a in assignments for r in a.ranges)
+        objects[sk] = len(assignments)
+        for a in assignments:
+            pieces += plan_pieces(a.manifest, store.uri, split_bytes, site=sk[0], ranges=a.ranges)
+    return IngestPlan(pieces, added, objects, landed_end, len(names), read)
 
 
-@dataclass(frozen=True, slots=True)
-class IngestSummary:
-    run_id: str
-    topics: tuple[TopicSummary, ...]
-    recovered_runs: int
-
-    @property
-    def records(self) -> int:
-        return sum(t.records for t in self.topics)
-
-    def table(self) -> str:
-        rows = [("topic", "segments", "records", "bytes", "seconds")]
-        rows += [
-            (t.topic, str(t.segments), str(t.records), str(t.bytes), f"{t.seconds:.1f}") for t in self.topics
-        ]
-        rows.append(
-            (
-                "TOTAL",
-                str(sum(t.segments for t in self.topics)),
-                str(self.records),
-                str(sum(t.bytes for t in self.topics)),
-                f"{sum(t.seconds for t in self.topics):.1f}",
-            )
-        )
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        lines = [
-            "  ".join(
-                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
-            )
-            for r in rows
-        ]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines)
-
-
-# --- ledger ------------------------------------------------------------------------------------
-def read_ledger(output: Path) -> dict[str, dict[str, Any]]:
-    """Segment id -> {"crc32c": int, "run": str}; {} before the first run."""
-    try:
-        data = json.loads((output / LEDGER_FILE).read_text())
-    except FileNotFoundError:
-        return {}
-    segments: dict[str, dict[str, Any]] = data["segments"]
-    return segments
-
-
-def _write_ledger(output: Path, segments: dict[str, dict[str, Any]]) -> None:
-    body = {"version": 1, "segments": dict(sorted(segments.items()))}
-    write_atomic(output / LEDGER_FILE, json.dumps(body, indent=1).encode())
-
-
-def _maybe_crash(step: str) -> None:
-    if os.environ.get(_CRASH_ENV) == step:
-        log.warning("crash injected at %s", step)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-# --- staging -----------------------------------------------------------------------------------
-def _staged_files(stage: Path) -> list[Path]:
-    """Data files Spark left in a finished staging dir (its markers and hidden files excluded)."""
-    out = []
-    for dirpath, _dirs, files in os.walk(stage):
-        for f in files:
-            if f.startswith(("_", ".")):
-                continue
-            out.append(Path(dirpath) / f)
-    return sorted(out)
-
-
-def _move_in(stage: Path, output: Path) -> int:
-    moved = 0
-    parents = {output}
-    for src in _staged_files(stage):
-        dest = output / src.relative_to(stage)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(src, dest)
-        parents.add(dest.parent)
-        moved += 1
-        _maybe_crash("mid-move")
-    for d in parents:  # the renames must be durable before the ledger says they happened
-        fsync_dir(d)
-    return moved
-
-
-def _commit(output: Path, stage: Path, ledger: dict[str, dict[str, Any]]) -> int:
-    """Steps 4-5 for a staging dir whose intent file exists. Returns the number of segments ledgered."""
-    intent = json.loads((stage / INTENT_FILE).read_text())
-    _move_in(stage, output)
-    _maybe_crash("before-ledger")
-    for seg in intent["segments"]:
-        ledger[seg["id"]] = {"crc32c": seg["crc32c"], "run": intent["run"]}
-    _write_ledger(output, ledger)
-    shutil.rmtree(stage)
-    return len(intent["segments"])
-
-
-def recover(output: Path, ledger: dict[str, dict[str, Any]]) -> int:
-    """Step 1: roll forward complete staged runs, delete incomplete ones. Returns runs rolled forward."""
-    staging = output / STAGING_DIR
-    if not staging.is_dir():
-        return 0
-    rolled = 0
-    for stage in sorted(p for p in staging.iterdir() if p.is_dir()):
-        if (stage / INTENT_FILE).exists():
-            n = _commit(output, stage, ledger)
-            log.info("recovered run %s: %d segments committed", stage.name, n)
-            rolled += 1
-        else:
-            log.info("discarding incomplete run %s", stage.name)
-            shutil.rmtree(stage)
-    return rolled
-
-
-def select_new(manifests: Iterable[Manifest], ledger: dict[str, dict[str, Any]]) -> list[Manifest]:
-    out = []
-    for m in manifests:
-        seen = ledger.get(segment_id(m))
-        if seen is None:
-            out.append(m)
-        elif seen["crc32c"] != m.crc32c:
-            log.warning(
-                "segment %s changed since it was ingested (CRC differs): not re-ingested", segment_id(m)
-            )
-    return out
-
-
-# --- the job -----------------------------------------------------------------------------------
 def _progress_reporter(spark: Any, stop: threading.Event, interval_s: float = 2.0) -> threading.Thread:
     """Logs running stages' task counts while a Spark job runs."""
 
@@ -220,63 +147,134 @@ def _progress_reporter(spark: Any, stop: threading.Event, interval_s: float = 2.
     return t
 
 
+def _staged_rows(stage: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    """(site, topic) -> (rows, bytes) of the staged Parquet files, from their footers."""
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for f in stage.rglob("*.parquet"):
+        parts = dict(p.split("=", 1) for p in f.relative_to(stage).parts[:-1] if "=" in p)
+        key = (parts["site"], parts["topic"])
+        rows, size = out.get(key, (0, 0))
+        out[key] = (rows + pq.read_metadata(f).num_rows, size + f.stat().st_size)
+    return out
+
+
+def _summaries(
+    plan: IngestPlan, ledger: Ledger, staged: dict[tuple[str, str], tuple[int, int]]
+) -> tuple[TopicSummary, ...]:
+    """Per site and topic (after the commit: `ledger` holds this run's ranges)."""
+    by_topic: dict[tuple[str, str], list[StreamKey]] = defaultdict(list)
+    for sk in {*plan.landed_end, *plan.added}:
+        by_topic[(sk[0], sk[1])].append(sk)
+    read: dict[tuple[str, str], int] = defaultdict(int)
+    for p in plan.pieces:
+        read[(p.site, p.topic)] += p.end - p.start
+    out = []
+    for (site, topic), keys in sorted(by_topic.items()):
+        lag = missing = 0
+        for sk in keys:
+            ranges = ledger.get(sk, [])
+            end = ranges[-1][1] + 1 if ranges else 0
+            lag += max(0, plan.landed_end.get(sk, 0) - end)
+            missing += sum(b[0] - a[1] - 1 for a, b in itertools.pairwise(ranges))
+        bytes_read = read.get((site, topic), 0)
+        rows, parquet_bytes = staged.get((site, topic), (0, 0))
+        if not rows and not lag and not any(sk in plan.added for sk in keys):
+            continue
+        out.append(
+            TopicSummary(
+                site=site,
+                topic=topic,
+                objects=sum(plan.objects.get(sk, 0) for sk in keys),
+                records=rows,
+                bytes=bytes_read,
+                parquet_bytes=parquet_bytes,
+                ranges={sk[2]: tuple(plan.added[sk]) for sk in sorted(keys) if sk in plan.added},
+                lag_offsets=lag,
+                missing_offsets=missing,
+            )
+        )
+    return tuple(out)
+
+
 def run_ingest(
     spark: Any,
     landing: str,
     output: str | os.PathLike[str],
     *,
     run_id: str | None = None,
+    legacy_site: str = LEGACY_SITE,
+    summary_path: str | os.PathLike[str] | None = None,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
     on_step: Callable[[str], None] | None = None,
 ) -> IngestSummary:
-    """Ingest every landed segment not in the ledger; returns the per-topic summary."""
-    open_landing(landing).check(writable=False)  # a missing root is an error, not "nothing new"
+    """Ingest every landed offset not in the ledger; returns (and writes) the per-site/topic summary."""
+    store = open_landing(landing)
+    store.check(writable=False)  # a missing root is an error, not "nothing new"
     out = Path(output).absolute()
     out.mkdir(parents=True, exist_ok=True)
-    register(spark)
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    names = store.list_manifests()
+    timings["listing"] = time.monotonic() - started
+    t = time.monotonic()
+    recovered = migrate_v1(out, store, legacy_site)
     ledger = read_ledger(out)
-    recovered = recover(out, ledger)
-    new = select_new(list_manifests(landing), ledger)
+    recovered += recover(out, ledger)
+    plan = plan_run(store, names, ledger, legacy_site=legacy_site, split_bytes=split_bytes)
+    timings["planning"] = time.monotonic() - t
     run = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
-    if not new:
-        log.info("nothing new to ingest")
-        return IngestSummary(run, (), recovered)
-    stage = out / STAGING_DIR / run
-    by_topic: dict[str, list[Manifest]] = {}
-    for m in new:
-        by_topic.setdefault(m.topic, []).append(m)
-    log.info("run %s: %d new segments in %d topics", run, len(new), len(by_topic))
-    summaries = []
-    stop = threading.Event()
-    _progress_reporter(spark, stop)
-    try:
-        for topic, segs in sorted(by_topic.items()):
-            started = time.monotonic()
-            log.info("topic %s: %d segments, %d records", topic, len(segs), sum(m.record_count for m in segs))
-            df = (
-                spark.read.format("kafkad")
-                .option("manifests", json.dumps([m.manifest_name for m in segs]))
-                .load(landing)
-            )
-            df.write.mode("append").partitionBy("topic", "date").parquet(str(stage))
-            if on_step is not None:
-                on_step(f"wrote {topic}")
-            _maybe_crash("after-write")
-            summaries.append(
-                TopicSummary(
-                    topic,
-                    len(segs),
-                    sum(m.record_count for m in segs),
-                    sum(m.size for m in segs),
-                    time.monotonic() - started,
+    staged: dict[tuple[str, str], tuple[int, int]] = {}
+    if not plan.pieces and not plan.added:
+        log.info("nothing new to ingest (%d manifests listed)", len(names))
+    else:
+        stage = out / STAGING_DIR / run
+        stage.mkdir(parents=True)
+        plan_file = stage / "_plan.json"
+        plan_file.write_text(json.dumps([p.to_json() for p in plan.pieces]))
+        log.info(
+            "run %s: %d streams, %d pieces, %d bytes",
+            run,
+            len(plan.added),
+            len(plan.pieces),
+            sum(p.end - p.start for p in plan.pieces),
+        )
+        t = time.monotonic()
+        if plan.pieces:
+            register(spark)
+            stop = threading.Event()
+            _progress_reporter(spark, stop)
+            try:
+                df = (
+                    spark.read.format("kafkad")
+                    .option("planFile", str(plan_file))
+                    .option("splitBytes", str(split_bytes))
+                    .load(store.uri)
                 )
-            )
-    finally:
-        stop.set()
-    intent = {"run": run, "segments": [{"id": segment_id(m), "crc32c": m.crc32c} for m in new]}
-    write_atomic(stage / INTENT_FILE, json.dumps(intent).encode())
-    _maybe_crash("after-intent")
-    _commit(out, stage, ledger)
-    return IngestSummary(run, tuple(summaries), recovered)
+                df.write.mode("append").partitionBy("site", "topic", "date").parquet(str(stage))
+            finally:
+                stop.set()
+        timings["spark"] = time.monotonic() - t
+        if on_step is not None:
+            on_step("wrote")
+        maybe_crash("after-write")
+        t = time.monotonic()
+        staged = _staged_rows(stage)
+        write_intent(stage, run, plan.added)
+        maybe_crash("after-intent")
+        commit(out, stage, ledger)
+        timings["commit"] = time.monotonic() - t
+    timings["total"] = time.monotonic() - started
+    summary = IngestSummary(
+        run,
+        _summaries(plan, ledger, staged),
+        recovered,
+        timings,
+        plan.manifests_listed,
+        plan.manifests_read,
+        int(time.time() * 1000),
+    )
+    summary.write(Path(summary_path) if summary_path is not None else out / SUMMARY_FILE)
+    return summary
 
 
 def _session(master: str | None) -> Any:
@@ -296,6 +294,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--landing", required=True, help="landing dir (or pyarrow URI) the shipper writes")
     parser.add_argument("--output", required=True, help="Parquet output dir (shared filesystem)")
     parser.add_argument("--master", default=None, help="Spark master (default local[*], or spark-submit's)")
+    parser.add_argument(
+        "--summary-json", default=None, help=f"JSON summary of the run (default <output>/{SUMMARY_FILE})"
+    )
+    parser.add_argument(
+        "--legacy-site",
+        default=LEGACY_SITE,
+        help=f"site of objects shipped before sites existed (default {LEGACY_SITE!r})",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -307,8 +313,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = _session(args.master)
     try:
         started = time.monotonic()
-        summary = run_ingest(spark, args.landing, args.output)
-        print(f"run {summary.run_id}: {len(summary.topics)} topics in {time.monotonic() - started:.1f}s")
+        summary = run_ingest(
+            spark,
+            args.landing,
+            args.output,
+            legacy_site=args.legacy_site,
+            summary_path=args.summary_json,
+        )
+        print(f"run {summary.run_id}: {len(summary.topics)} site topics in {time.monotonic() - started:.1f}s")
         if summary.recovered_runs:
             print(f"recovered {summary.recovered_runs} interrupted run(s)")
         print(summary.table())

@@ -1,22 +1,31 @@
 """Segment manifests: the JSON file that sits next to every shipped `.log` in the landing area.
 
-Landing layout (names encode topic / partition / base offset, so a retry rewrites the same objects)::
+Landing layout (version 2; names encode site / topic / partition / first and last offset, so a retry
+rewrites the same objects and two sites never share a name)::
 
-    <landing>/<topic>/<partition>/<base offset, 20 digits>.log
-    <landing>/<topic>/<partition>/<base offset, 20 digits>.manifest.json
+    <landing>/site=<site>/<topic>/<partition>/<first offset, 20 digits>-<last offset, 20 digits>.log
+    <landing>/site=<site>/<topic>/<partition>/<first>-<last>.manifest.json
+
+A shipped object is the tail of a closed segment from its first batch past the shipped position (the
+whole segment, usually); its `base_offset` is the first batch's base offset. Version 1 (before sites)
+is still read: `<landing>/<topic>/<partition>/<base offset>.log`, with `site` and `cluster_id` None
+(the ingest job names that site with `--legacy-site`). Topic names cannot contain `=`, so the two
+layouts never collide.
 
 The manifest is written after the data, so its presence means the segment landed completely; readers
-(the `kafkad` data source, the ingest job) discover segments by listing manifests only. `batch_index`
-holds (position, base offset) of batches roughly every `INDEX_INTERVAL_BYTES`, which lets a reader
-split a large segment at batch boundaries without reading it.
+(the `kafkad` data source, the ingest job) discover segments by listing manifests only, and
+`parse_manifest_name` recovers an object's key from its name alone (the ingest plans without reading
+manifests it has already ingested). `batch_index` holds (position, base offset) of batches roughly
+every `INDEX_INTERVAL_BYTES`, which lets a reader split a large segment at batch boundaries.
 """
 
 from __future__ import annotations
 
 import json
 import mmap
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from crc32c import crc32c
 
@@ -24,21 +33,48 @@ from kafkad.storage.records import TimestampType, iter_headers
 
 MANIFEST_SUFFIX = ".manifest.json"
 LOG_SUFFIX = ".log"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+LEGACY_VERSION = 1  # before sites: read, never written
 INDEX_INTERVAL_BYTES = 4 * 1024 * 1024
+SITE_PREFIX = "site="
+# A site names a directory: letters, digits, `.`, `_`, `-` (cluster ids qualify), not `.` or `..`.
+_SITE_RE = re.compile(r"[A-Za-z0-9._-]{1,255}")
 
 
-def segment_stem(topic: str, partition: int, base_offset: int) -> str:
-    """Relative name (no suffix) of a shipped segment: `topic/partition/00000000000000000042`."""
-    return f"{topic}/{partition}/{base_offset:020d}"
+def valid_site(site: str) -> bool:
+    return bool(_SITE_RE.fullmatch(site)) and site not in (".", "..")
 
 
-def log_name(topic: str, partition: int, base_offset: int) -> str:
-    return segment_stem(topic, partition, base_offset) + LOG_SUFFIX
+class ObjectKey(NamedTuple):
+    """What a shipped object holds: site (None: the version-1 layout), topic, partition, offsets."""
+
+    site: str | None
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int  # -1 when only the name of a version-1 object is known
 
 
-def manifest_name(topic: str, partition: int, base_offset: int) -> str:
-    return segment_stem(topic, partition, base_offset) + MANIFEST_SUFFIX
+def segment_stem(site: str | None, topic: str, partition: int, first_offset: int, last_offset: int) -> str:
+    """Relative name (no suffix): `site=s1/topic/0/<first>-<last>` (`topic/0/<first>` without a site)."""
+    if site is None:
+        return f"{topic}/{partition}/{first_offset:020d}"
+    return f"{SITE_PREFIX}{site}/{topic}/{partition}/{first_offset:020d}-{last_offset:020d}"
+
+
+_NAME_RE = re.compile(
+    r"(?:site=(?P<site>[^/]+)/)?(?P<topic>[^/=]+)/(?P<partition>\d+)/(?P<first>\d{20})(?:-(?P<last>\d{20}))?"
+    + re.escape(MANIFEST_SUFFIX)
+)
+
+
+def parse_manifest_name(name: str) -> ObjectKey | None:
+    """The key encoded in a manifest's relative name; None if the name is not one of ours."""
+    m = _NAME_RE.fullmatch(name)
+    if m is None or (m["site"] is None) != (m["last"] is None):
+        return None
+    last = int(m["last"]) if m["last"] is not None else -1
+    return ObjectKey(m["site"], m["topic"], int(m["partition"]), int(m["first"]), last)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,22 +92,32 @@ class Manifest:
     size: int  # bytes of the .log as shipped
     crc32c: int  # CRC-32C (Castagnoli) of the whole .log
     batch_index: tuple[tuple[int, int], ...] = ()  # (position, base offset), first batch included
+    site: str | None = None  # None: a version-1 object (before sites)
+    cluster_id: str | None = None
 
     @property
-    def key(self) -> tuple[str, int, int]:
-        return (self.topic, self.partition, self.base_offset)
+    def key(self) -> ObjectKey:
+        return ObjectKey(self.site, self.topic, self.partition, self.base_offset, self.last_offset)
+
+    @property
+    def stem(self) -> str:
+        return segment_stem(self.site, self.topic, self.partition, self.base_offset, self.last_offset)
 
     @property
     def log_name(self) -> str:
-        return log_name(self.topic, self.partition, self.base_offset)
+        return self.stem + LOG_SUFFIX
 
     @property
     def manifest_name(self) -> str:
-        return manifest_name(self.topic, self.partition, self.base_offset)
+        return self.stem + MANIFEST_SUFFIX
 
     def to_json(self) -> bytes:
+        if self.site is None:
+            raise ValueError("version-1 manifests (no site) are read, never written")
         body: dict[str, Any] = {
             "version": FORMAT_VERSION,
+            "site": self.site,
+            "cluster_id": self.cluster_id,
             "topic": self.topic,
             "partition": self.partition,
             "base_offset": self.base_offset,
@@ -89,8 +135,9 @@ class Manifest:
     @classmethod
     def from_json(cls, data: bytes | str) -> Manifest:
         d = json.loads(data)
-        if d.get("version") != FORMAT_VERSION:
-            raise ValueError(f"unsupported manifest version {d.get('version')!r}")
+        version = d.get("version")
+        if version not in (FORMAT_VERSION, LEGACY_VERSION):
+            raise ValueError(f"unsupported manifest version {version!r}")
         return cls(
             topic=str(d["topic"]),
             partition=int(d["partition"]),
@@ -103,6 +150,8 @@ class Manifest:
             size=int(d["size"]),
             crc32c=int(d["crc32c"]),
             batch_index=tuple((int(p), int(o)) for p, o in d.get("batch_index", [])),
+            site=str(d["site"]) if version == FORMAT_VERSION else None,
+            cluster_id=d.get("cluster_id") if version == FORMAT_VERSION else None,
         )
 
 
@@ -112,12 +161,15 @@ def build_manifest(
     base_offset: int,
     data: bytes | memoryview | mmap.mmap,
     *,
+    site: str,
+    cluster_id: str | None,
     crc: int | None = None,
     index_interval: int = INDEX_INTERVAL_BYTES,
 ) -> Manifest:
     """Scan the batch headers of a segment's bytes (no record decode) and describe it.
 
-    `crc` may be passed when the caller already computed it while copying.
+    `base_offset` is the first batch's base offset (the segment's base when it is empty). `crc` may be
+    passed when the caller already computed it while copying.
     """
     last_offset = -1
     records = 0
@@ -152,4 +204,6 @@ def build_manifest(
         size=len(data),
         crc32c=crc32c(data) if crc is None else crc,
         batch_index=tuple(index),
+        site=site,
+        cluster_id=cluster_id,
     )

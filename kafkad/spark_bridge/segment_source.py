@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +37,7 @@ class ClosedSegment:
     partition: int
     base_offset: int
     path: str  # the .log file
+    end_offset: int = -1  # the next segment's base offset (nothing of this one reaches it), -1 unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,10 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     if not sep or not topic or not part.isdigit():
         return None
     return topic, int(part)
+
+
+def _base(path: Path) -> int:
+    return int(path.name[: -len(_LOG_SUFFIX)])
 
 
 def _first_batch_time(path: Path) -> int:
@@ -116,9 +122,9 @@ class DirectorySegmentSource:
 
     def closed_segments(self) -> list[ClosedSegment]:
         return [
-            ClosedSegment(topic, partition, int(p.name[: -len(_LOG_SUFFIX)]), str(p))
+            ClosedSegment(topic, partition, _base(p), str(p), _base(nxt))
             for topic, partition, logs in self._partitions()
-            for p in logs[:-1]
+            for p, nxt in itertools.pairwise(logs)
         ]
 
     def active_segments(self) -> list[ActiveSegment]:
@@ -129,9 +135,7 @@ class DirectorySegmentSource:
                 size = p.stat().st_size
             except FileNotFoundError:
                 continue
-            out.append(
-                ActiveSegment(topic, partition, int(p.name[: -len(_LOG_SUFFIX)]), size, _first_batch_time(p))
-            )
+            out.append(ActiveSegment(topic, partition, _base(p), size, _first_batch_time(p)))
         return out
 
     def request_roll(self, topic: str, partition: int) -> None:
@@ -143,6 +147,8 @@ class DirectorySegmentSource:
 class _SegmentLike(Protocol):
     @property
     def base_offset(self) -> int: ...
+    @property
+    def next_offset(self) -> int: ...
 
 
 class _ActiveLike(Protocol):
@@ -212,6 +218,7 @@ class LogManagerSegmentSource:
                     log.partition,
                     s.base_offset,
                     str(log.directory / f"{s.base_offset:020d}{_LOG_SUFFIX}"),
+                    s.next_offset,  # the next segment's base offset
                 )
                 for log in self._manager.logs()
                 for s in log.closed_segments()

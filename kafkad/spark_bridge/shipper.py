@@ -5,26 +5,29 @@ How it works
 One worker thread (never the event loop) repeats a *pass* every `poll_interval_ms`:
 
 1. ask the `SegmentSource` for closed segments; keep those of topics matching `bridge.topics` (each
-   entry a regex that must match the whole name; empty = every non-internal topic) and newer than the
-   partition's checkpointed high mark; ship them per partition in base-offset order;
+   entry a regex that must match the whole name; empty = every non-internal topic) that the position
+   store lets this broker ship (`may_ship`: a cluster's leader) and that reach past the partition's
+   shipped position (an offset, see `position.py`); ship them per partition in base-offset order;
 2. ask it for active segments and `request_roll` those whose first batch is older than
    `bridge.max.segment.age.ms`, so a quiet partition still gets shipped.
 
 Shipping one segment: the `.log` is mmapped (retention may unlink it meanwhile; the mapping keeps the
-bytes), copied in chunks through the token bucket (`bridge.rate.limit.bytes.per.sec`) into a
-`LandingWriter` that makes it visible only on commit, CRC-32C computed on the way; then the manifest
-(built from the batch headers) is put, after the data. Only then is the partition's high mark raised and
-the checkpoint file (`bridge-shipped-checkpoint` in the log dir, Kafka's offset-checkpoint format:
-`topic partition last-shipped-base-offset`, temp + fsync + rename) rewritten.
+bytes); the object shipped is the segment from its first batch whose last offset reaches the shipped
+position (the whole segment unless another broker shipped part of it under other boundaries). Its
+manifest (batch headers scanned, CRC-32C; site and cluster id) names it
+`site=<site>/<topic>/<partition>/<first>-<last>`; the bytes are copied in chunks through the token
+bucket (`bridge.rate.limit.bytes.per.sec`) into a `LandingWriter` that makes them visible only on
+commit, then the manifest is put, after the data. Only then is the position advanced to the segment's
+end (the next segment's base offset) in the `ShippedPositionStore`.
 
 Crash/restart: a segment whose copy was interrupted has, at most, a hidden temp file in the landing
 area; it is shipped again under the same names (same bytes). A segment that fully landed but whose
-checkpoint was not written is recognised on restart by its manifest (same size and CRC) and is not
+position was not stored is recognised on restart by its manifest (same size and CRC) and is not
 copied again. Landing errors (`OSError`: root missing, read-only, network store down) are retried with
 exponential backoff forever; nothing is skipped, so nothing is lost.
 
 `is_shipped(topic, partition, base_offset)` is thread-safe and cheap: the disk budget asks it before
-deleting a segment.
+deleting a segment (shipped = the segment's end is at or below the shipped position).
 """
 
 from __future__ import annotations
@@ -34,26 +37,26 @@ import mmap
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-
-from crc32c import crc32c
 
 from kafkad.clock import Clock, SystemClock
 from kafkad.spark_bridge.landing import LandingStore
-from kafkad.spark_bridge.manifest import Manifest, build_manifest, log_name, manifest_name
+from kafkad.spark_bridge.manifest import Manifest, build_manifest, valid_site
+from kafkad.spark_bridge.position import LocalPositionStore, ShippedPositionStore
 from kafkad.spark_bridge.rate_limit import Backoff, Sleep, TokenBucket, chunk_size_for
 from kafkad.spark_bridge.segment_source import ClosedSegment, SegmentSource
-from kafkad.storage.checkpoints import read_offsets, write_offsets
+from kafkad.storage.records import iter_headers
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_FILE = "bridge-shipped-checkpoint"
+_NO_END = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
 class ShipperConfig:
+    site: str  # `bridge.site`: names the landing subtree and every row; default the cluster id
+    cluster_id: str | None = None
     topics: tuple[str, ...] = ()  # regexes; empty = every topic not starting with "__"
     rate_limit_bytes_per_sec: int = -1  # -1 = unlimited
     max_segment_age_ms: int = 3_600_000
@@ -61,11 +64,15 @@ class ShipperConfig:
     backoff: Backoff = field(default_factory=Backoff)
     copy_chunk_bytes: int = 1 << 20  # upper bound; a rate limit makes chunks smaller
 
+    def __post_init__(self) -> None:
+        if not valid_site(self.site):
+            raise ValueError(f"site {self.site!r}: use letters, digits, '.', '_' and '-' only")
+
 
 @dataclass(frozen=True, slots=True)
 class ShipResult:
     segment: ClosedSegment
-    manifest: Manifest | None  # None: the segment vanished before it could be shipped
+    manifest: Manifest | None  # None: vanished before it could be shipped, or nothing past the position
     copied: bool  # False when an existing landed copy was recognised
 
 
@@ -81,7 +88,7 @@ class Shipper:
         config: ShipperConfig,
         source: SegmentSource,
         landing: LandingStore,
-        checkpoint_path: str | os.PathLike[str],
+        positions: ShippedPositionStore,
         *,
         clock: Clock | None = None,
         sleep: Sleep | None = None,
@@ -91,7 +98,7 @@ class Shipper:
         self.config = config
         self._source = source
         self._landing = landing
-        self._checkpoint = Path(checkpoint_path)
+        self._positions = positions
         self._clock = clock or SystemClock()
         self._stop = threading.Event()
         self._sleep: Sleep = sleep or (lambda s: not self._stop.wait(s))
@@ -99,7 +106,7 @@ class Shipper:
         self._on_shipped = on_shipped  # e.g. metrics; called from the worker thread
         self._patterns = [re.compile(p) for p in config.topics]
         self._lock = threading.Lock()
-        self._shipped: dict[tuple[str, int], int] = read_offsets(self._checkpoint)
+        self._ends: dict[tuple[str, int, int], int] = {}  # closed segment -> its end, from the last pass
         self._roll_requested: set[tuple[str, int, int]] = set()
         self._thread: threading.Thread | None = None
         self._bucket = (
@@ -119,8 +126,11 @@ class Shipper:
     # --- queries (any thread) -----------------------------------------------------------------
     def is_shipped(self, topic: str, partition: int, base_offset: int) -> bool:
         with self._lock:
-            mark = self._shipped.get((topic, partition))
-        return mark is not None and base_offset <= mark
+            end = self._ends.get((topic, partition, base_offset))
+        if end is None:
+            return False  # the active segment, or one rolled since the last pass
+        position = self._positions.position(topic, partition)
+        return position is not None and end <= position
 
     def wants(self, topic: str) -> bool:
         if not self._patterns:
@@ -157,12 +167,27 @@ class Shipper:
         return results
 
     def pending(self) -> list[ClosedSegment]:
-        segs = [
-            s
-            for s in self._source.closed_segments()
-            if self.wants(s.topic) and not self.is_shipped(s.topic, s.partition, s.base_offset)
-        ]
-        return sorted(segs, key=lambda s: (s.topic, s.partition, s.base_offset))
+        """Closed segments to ship (and remembers every closed segment's end for `is_shipped`)."""
+        closed = [s for s in self._source.closed_segments() if self.wants(s.topic)]
+        ends = {(s.topic, s.partition, s.base_offset): s.end_offset for s in closed if s.end_offset >= 0}
+        if isinstance(self._positions, LocalPositionStore) and self._positions.has_legacy:
+            bases: dict[tuple[str, int], list[int]] = {}
+            for s in closed:
+                bases.setdefault((s.topic, s.partition), []).extend((s.base_offset, s.end_offset))
+            self._positions.adopt_legacy({k: sorted(set(v)) for k, v in bases.items()})
+        with self._lock:
+            self._ends = ends
+        out = []
+        allowed: dict[tuple[str, int], bool] = {}
+        for s in closed:
+            tp = (s.topic, s.partition)
+            if tp not in allowed:
+                allowed[tp] = self._positions.may_ship(*tp)
+            position = self._positions.position(*tp)
+            end = s.end_offset if s.end_offset >= 0 else _NO_END
+            if allowed[tp] and (position is None or end > position):
+                out.append(s)
+        return sorted(out, key=lambda s: (s.topic, s.partition, s.base_offset))
 
     def _request_rolls(self) -> None:
         now = self._clock.time_ms()
@@ -186,7 +211,8 @@ class Shipper:
             except FileNotFoundError as exc:
                 if not os.path.exists(seg.path):
                     log.warning("bridge: %s vanished before shipping (retention?): %s", seg.path, exc)
-                    self._mark_shipped(seg)
+                    if seg.end_offset >= 0:
+                        self._positions.advance(seg.topic, seg.partition, seg.end_offset)
                     return ShipResult(seg, None, False)
                 failures, exc_ = failures + 1, exc
             except OSError as exc:
@@ -206,29 +232,30 @@ class Shipper:
                 raise StopRequested
 
     def ship(self, seg: ClosedSegment) -> ShipResult:
-        """Blocking: copy one segment + manifest, then checkpoint it. OSError if the landing fails."""
+        """Blocking: copy one segment (from the shipped position on) + manifest, then advance the position.
+
+        OSError if the landing fails. A segment with nothing past the position only advances it.
+        """
         with open(seg.path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             # The mapping keeps the bytes readable even if retention unlinks the file meanwhile.
             mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) if size else None
-        data: mmap.mmap | bytes = mapped if mapped is not None else b""
         try:
-            manifest = self._landed_manifest(seg, data)
-            copied = manifest is None
-            if manifest is None:
-                manifest = self._copy(seg, data)
+            manifest, copied = self._ship_bytes(seg, mapped if mapped is not None else b"")
         finally:
             if mapped is not None:
                 mapped.close()
-        self._mark_shipped(seg)
-        if copied:
+        end = seg.end_offset if seg.end_offset >= 0 else (manifest.last_offset + 1 if manifest else -1)
+        if end >= 0 and not self._positions.advance(seg.topic, seg.partition, end):
+            log.warning("bridge: %s-%d is shipped by another broker now (fenced)", seg.topic, seg.partition)
+        if copied and manifest is not None:
             self.bytes_shipped += manifest.size
             self.segments_shipped += 1
             log.info(
                 "bridge: shipped %s-%d@%d (%d records, %d bytes)",
                 seg.topic,
                 seg.partition,
-                seg.base_offset,
+                manifest.base_offset,
                 manifest.record_count,
                 manifest.size,
             )
@@ -237,63 +264,48 @@ class Shipper:
             self._on_shipped(result)
         return result
 
-    def _landed_manifest(self, seg: ClosedSegment, data: mmap.mmap | bytes) -> Manifest | None:
-        """The manifest already in the landing area for exactly these bytes (a restart after landing)."""
-        raw = self._landing.read_bytes(manifest_name(seg.topic, seg.partition, seg.base_offset))
+    def _ship_bytes(self, seg: ClosedSegment, data: mmap.mmap | bytes) -> tuple[Manifest | None, bool]:
+        """(manifest, copied) for the part of `data` past the shipped position; (None, False) if none."""
+        position = self._positions.position(seg.topic, seg.partition) or 0
+        headers = iter_headers(data)  # type: ignore[arg-type]  # mmap supports the buffer protocol
+        first = next((h for h in headers if h.last_offset >= position), None)
+        if first is None:
+            return None, False
+        # Usually the whole segment: the mapping itself (no copy); a tail only after a leader change.
+        body: mmap.mmap | bytes = data if first.position == 0 else data[first.position :]
+        cfg = self.config
+        manifest = build_manifest(
+            seg.topic, seg.partition, first.base_offset, body, site=cfg.site, cluster_id=cfg.cluster_id
+        )
+        if self._landed(manifest):
+            return manifest, False
+        self._copy(seg, body, manifest)
+        return manifest, True
+
+    def _landed(self, manifest: Manifest) -> bool:
+        """Whether exactly these bytes already landed (a restart after landing, before the position)."""
+        raw = self._landing.read_bytes(manifest.manifest_name)
         if raw is None:
-            return None
+            return False
         try:
             existing = Manifest.from_json(raw)
         except (ValueError, KeyError):
-            return None
-        if existing.size != len(data) or existing.crc32c != crc32c(data):
-            return None
-        return existing
+            return False
+        return existing.size == manifest.size and existing.crc32c == manifest.crc32c
 
-    def _copy(self, seg: ClosedSegment, data: mmap.mmap | bytes) -> Manifest:
+    def _copy(self, seg: ClosedSegment, data: mmap.mmap | bytes, manifest: Manifest) -> None:
         chunk = chunk_size_for(self.config.rate_limit_bytes_per_sec, self.config.copy_chunk_bytes)
-        writer = self._landing.open_writer(log_name(seg.topic, seg.partition, seg.base_offset))
-        crc = 0
+        writer = self._landing.open_writer(manifest.log_name)
         try:
             for start in range(0, len(data), chunk):
                 piece = data[start : start + chunk]  # a copy: no buffer export pins the mapping
                 if self._bucket is not None and not self._bucket.acquire(len(piece)):
                     raise StopRequested
                 writer.write(piece)
-                crc = crc32c(piece, crc)
                 if self._copy_hook is not None:
                     self._copy_hook(seg, start + len(piece))
             writer.commit()
         except BaseException:
             writer.abort()
             raise
-        manifest = build_manifest(seg.topic, seg.partition, seg.base_offset, data, crc=crc)
         self._landing.put_bytes(manifest.manifest_name, manifest.to_json())
-        return manifest
-
-    def _mark_shipped(self, seg: ClosedSegment) -> None:
-        with self._lock:
-            key = (seg.topic, seg.partition)
-            self._shipped[key] = max(self._shipped.get(key, -1), seg.base_offset)
-            snapshot = dict(self._shipped)
-        write_offsets(self._checkpoint, snapshot)
-
-
-def shipper_from_settings(
-    *,
-    landing: LandingStore,
-    source: SegmentSource,
-    log_dir: str | os.PathLike[str],
-    topics: Sequence[str],
-    rate_limit_bytes_per_sec: int,
-    max_segment_age_ms: int,
-    poll_interval_ms: int = 5_000,
-) -> Shipper:
-    """Convenience for the daemon: the checkpoint lives in `log_dir` (the first of `log.dirs`)."""
-    cfg = ShipperConfig(
-        topics=tuple(topics),
-        rate_limit_bytes_per_sec=rate_limit_bytes_per_sec,
-        max_segment_age_ms=max_segment_age_ms,
-        poll_interval_ms=poll_interval_ms,
-    )
-    return Shipper(cfg, source, landing, Path(log_dir) / CHECKPOINT_FILE)

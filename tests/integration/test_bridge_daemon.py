@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from crc32c import crc32c
 
+from kafkad.storage.meta_properties import parse_properties
 from tests.integration.broker_process import BrokerProcess, free_port
 from tests.integration.clients import Rec, create_topics, produce_confluent
 
@@ -63,16 +64,31 @@ def segment_logs(part_dir: Path) -> list[Path]:
     return sorted(p for p in part_dir.iterdir() if p.name.endswith(".log"))
 
 
-def manifests(landing: Path, topic: str, partition: int) -> list[dict[str, int | str]]:
-    d = landing / topic / str(partition)
-    if not d.is_dir():
-        return []
-    return [json.loads(p.read_bytes()) for p in sorted(d.glob("*.manifest.json"))]
+def manifests(landing: Path, topic: str, partition: int, site: str = "*") -> list[dict[str, int | str]]:
+    """The partition's manifests (of every site, unless `site`), by first offset."""
+    found = landing.glob(f"site={site}/{topic}/{partition}/*.manifest.json")
+    return sorted((json.loads(p.read_bytes()) for p in found), key=lambda m: int(m["base_offset"]))
 
 
-def covers(landing: Path, topic: str, partition: int, end_offset: int) -> bool:
+def read_cluster_id(data_dir: Path) -> str:
+    return parse_properties((data_dir / "meta.properties").read_text())["cluster.id"]
+
+
+def landed_log(landing: Path, m: dict[str, int | str]) -> Path:
+    """The .log a manifest describes."""
+    first, last = int(m["base_offset"]), int(m["last_offset"])
+    return (
+        landing
+        / f"site={m['site']}"
+        / str(m["topic"])
+        / str(m["partition"])
+        / f"{first:020d}-{last:020d}.log"
+    )
+
+
+def covers(landing: Path, topic: str, partition: int, end_offset: int, site: str = "*") -> bool:
     """The partition's manifests chain from offset 0 without a gap up to end_offset - 1."""
-    ms = manifests(landing, topic, partition)
+    ms = manifests(landing, topic, partition, site)
     expect = 0
     for m in ms:
         if m["base_offset"] != expect:
@@ -150,14 +166,21 @@ def test_bridge_ships_segments_keeps_unshipped_and_never_reships(tmp_path: Path)
         assert manifests(landing, "skip", 0) == []
         assert metric(metrics_port, "kafkad_bridge_unshipped_segments_deleted_total") == 0
 
+        cluster_id = read_cluster_id(data)
+        assert [p.name for p in landing.iterdir()] == [f"site={cluster_id}"]  # bridge.site unset
         for p in (0, 1):
             ms = manifests(landing, "ship", p)
             assert len(ms) >= 3
             assert sum(int(m["record_count"]) for m in ms) == SHIP_RECORDS // 2
             for m in ms:
-                assert (m["topic"], m["partition"]) == ("ship", p)
+                assert (m["topic"], m["partition"], m["site"], m["cluster_id"]) == (
+                    "ship",
+                    p,
+                    cluster_id,
+                    cluster_id,
+                )
                 name = f"{int(m['base_offset']):020d}.log"
-                landed = (landing / "ship" / str(p) / name).read_bytes()
+                landed = landed_log(landing, m).read_bytes()
                 assert landed == (data / f"ship-{p}" / name).read_bytes(), f"ship-{p}/{name} differs"
                 assert m["size"] == len(landed) <= SEGMENT_BYTES
                 assert m["crc32c"] == crc32c(landed)
@@ -190,17 +213,16 @@ def test_bridge_ships_segments_keeps_unshipped_and_never_reships(tmp_path: Path)
         new_logs = [p for p in new if p.name.endswith(".log")]
         assert len(new) == 2 * len(new_logs) and len(new_logs) >= 2
         assert all(int(p.name[:20]) >= SHIP_RECORDS // 2 for p in new_logs), new_logs
-        # The log line and the checkpoint (last shipped base offset) follow each manifest: wait for them.
+        # The log line and the shipped position (an offset: the next one to ship) follow each manifest.
         wait_for(
             "a 'shipped' log line per new segment",
             lambda: broker.log_text().count("bridge: shipped ") == len(new_logs),
             broker,
         )
-        last_base = {p: max(int(f.name[:20]) for f in new_logs if f.parent.name == str(p)) for p in (0, 1)}
-        want = {f"ship {p} {base}" for p, base in last_base.items()}
+        want = {f"ship {p} {SHIP_RECORDS // 2 + 100}" for p in (0, 1)}
         wait_for(
-            "the shipped checkpoint to reach the new segments",
-            lambda: want <= set((data / "bridge-shipped-checkpoint").read_text().split("\n")),
+            "the shipped positions to reach the new segments' end",
+            lambda: want <= set((data / "bridge-shipped-offsets").read_text().split("\n")),
             broker,
         )
         assert broker.log_text().count("bridge: shipped ") == len(new_logs)  # and nothing more

@@ -10,12 +10,14 @@ import pyarrow.parquet as pq
 
 from kafkad.clock import ManualClock
 from kafkad.spark_bridge.landing import FilesystemLanding
+from kafkad.spark_bridge.position import LocalPositionStore
 from kafkad.spark_bridge.segment_source import DirectorySegmentSource
-from kafkad.spark_bridge.shipper import CHECKPOINT_FILE, Shipper, ShipperConfig
+from kafkad.spark_bridge.shipper import Shipper, ShipperConfig
 from kafkad.storage.records import Compression
 from tests.unit.spark_bridge.factory import Expected, write_partition
 
-Row = tuple[str, int, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+Row = tuple[str, str, int, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+SITE = "paris"
 TOPICS = {"orders": 2, "clicks": 1, "metrics": 2}  # topic -> partitions
 
 
@@ -37,18 +39,20 @@ def write_logs(log_dir: Path) -> list[Expected]:
     return expected
 
 
-def make_shipper(log_dir: Path, landing: Path) -> Shipper:
+def make_shipper(log_dir: Path, landing: Path, site: str = SITE, cluster_id: str | None = None) -> Shipper:
     return Shipper(
-        ShipperConfig(),
+        ShipperConfig(site=site, cluster_id=cluster_id),
         DirectorySegmentSource([log_dir]),
         FilesystemLanding(landing),
-        log_dir / CHECKPOINT_FILE,
+        LocalPositionStore.in_dir(log_dir),
         clock=ManualClock(),
     )
 
 
-def expected_rows(expected: list[Expected]) -> list[Row]:
-    return sorted((e.topic, e.partition, e.offset, e.timestamp, e.key, e.value, e.headers) for e in expected)
+def expected_rows(expected: list[Expected], site: str = SITE) -> list[Row]:
+    return sorted(
+        (site, e.topic, e.partition, e.offset, e.timestamp, e.key, e.value, e.headers) for e in expected
+    )
 
 
 def parquet_rows(output: Path) -> list[Row]:
@@ -59,6 +63,7 @@ def parquet_rows(output: Path) -> list[Row]:
         ts = d["timestamp"][i]
         rows.append(
             (
+                str(d["site"][i]),
                 str(d["topic"][i]),
                 d["partition"][i],
                 d["offset"][i],
@@ -71,5 +76,5 @@ def parquet_rows(output: Path) -> list[Row]:
     return sorted(rows)
 
 
-def counts(rows: list[Row]) -> Counter[tuple[str, int]]:
-    return Counter((r[0], r[1]) for r in rows)
+def counts(rows: list[Row]) -> Counter[tuple[str, str, int]]:
+    return Counter((r[0], r[1], r[2]) for r in rows)

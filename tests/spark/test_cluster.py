@@ -158,4 +158,4 @@ def test_ingest_via_spark_submit_on_standalone_cluster(tmp_path: Path, cluster: 
     for i in range(2):
         assert "Asked to launch executor app-" in (tmp_path / f"worker{i}.log").read_text()
     assert parquet_rows(output) == expected
-    assert len(read_ledger(output)) == 15
+    assert len(read_ledger(output)) == 5

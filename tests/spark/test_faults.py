@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from kafkad.spark_bridge import ingest
+from kafkad.spark_bridge import ingest, ledger
 from kafkad.spark_bridge.ingest import STAGING_DIR, read_ledger, run_ingest
 from kafkad.spark_bridge.manifest import Manifest
 from tests.spark.conftest import spark_env
-from tests.spark.helpers import expected_rows, make_shipper, parquet_rows, write_logs
+from tests.spark.helpers import SITE, expected_rows, make_shipper, parquet_rows, write_logs
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
@@ -62,15 +62,17 @@ def test_shipper_sigkilled_mid_copy_then_restart_ships_everything_once(tmp_path:
         from pathlib import Path
         from kafkad.spark_bridge.landing import FilesystemLanding
         from kafkad.spark_bridge.segment_source import DirectorySegmentSource
-        from kafkad.spark_bridge.shipper import CHECKPOINT_FILE, Shipper, ShipperConfig
+        from kafkad.spark_bridge.position import LocalPositionStore
+        from kafkad.spark_bridge.shipper import Shipper, ShipperConfig
         calls = []
         def hook(seg, copied):
             calls.append(copied)
             if len(calls) == 9:  # a few segments in, in the middle of one
                 os.kill(os.getpid(), signal.SIGKILL)
         logs = Path({str(logs)!r})
-        Shipper(ShipperConfig(copy_chunk_bytes=4096), DirectorySegmentSource([logs]),
-                FilesystemLanding({str(landing)!r}), logs / CHECKPOINT_FILE, copy_hook=hook).run_once()
+        Shipper(ShipperConfig(site={SITE!r}, copy_chunk_bytes=4096), DirectorySegmentSource([logs]),
+                FilesystemLanding({str(landing)!r}), LocalPositionStore.in_dir(logs),
+                copy_hook=hook).run_once()
         """
     )
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=spark_env(), timeout=300)
@@ -105,7 +107,8 @@ def test_ingest_interrupted_then_rerun_gives_same_tables(
         if at == step:
             raise Interrupted(at)
 
-    monkeypatch.setattr(ingest, "_maybe_crash", crash)
+    monkeypatch.setattr(ingest, "maybe_crash", crash)
+    monkeypatch.setattr(ledger, "maybe_crash", crash)
     with pytest.raises(Interrupted):
         run_ingest(spark, str(landing), output)
     assert read_ledger(output) == {}  # the ledger is only ever written after the data
@@ -115,7 +118,7 @@ def test_ingest_interrupted_then_rerun_gives_same_tables(
     rolled_forward = step in ("after-intent", "mid-move", "before-ledger")
     assert summary.recovered_runs == (1 if rolled_forward else 0)
     assert parquet_rows(output) == expected
-    assert len(read_ledger(output)) == 15
+    assert len(read_ledger(output)) == 5
     assert not any((output / STAGING_DIR).iterdir())
 
 

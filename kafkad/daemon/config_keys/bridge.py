@@ -26,6 +26,15 @@ BRIDGE_KEYS: tuple[ConfigKey, ...] = (
         group="bridge",
     ),
     key(
+        "bridge.site",
+        STR,
+        None,
+        "kafkad: name of this site in the landing area and in every Parquet row (letters, digits, `.`, "
+        "`_`, `-`); unset = the cluster id (a standalone broker's is in meta.properties).",
+        M,
+        group="bridge",
+    ),
+    key(
         "bridge.topics",
         LST,
         [],

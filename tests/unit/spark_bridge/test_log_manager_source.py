@@ -10,8 +10,9 @@ from pathlib import Path
 from kafkad.clock import ManualClock
 from kafkad.spark_bridge.landing import FilesystemLanding
 from kafkad.spark_bridge.manifest import Manifest
+from kafkad.spark_bridge.position import LocalPositionStore
 from kafkad.spark_bridge.segment_source import LogManagerSegmentSource
-from kafkad.spark_bridge.shipper import CHECKPOINT_FILE, Shipper, ShipperConfig
+from kafkad.spark_bridge.shipper import Shipper, ShipperConfig
 from kafkad.storage.log_config import LogConfig
 from kafkad.storage.partition_log import PartitionLog
 from kafkad.storage.records import Compression, SimpleRecord, build_batch
@@ -58,10 +59,10 @@ def test_ships_rolled_segments_of_a_real_partition_log_via_the_loop(tmp_path: Pa
     try:
         source = LogManagerSegmentSource(_Manager(plog), loop)
         shipper = Shipper(
-            ShipperConfig(max_segment_age_ms=60_000),
+            ShipperConfig(site="s", max_segment_age_ms=60_000),
             source,
             FilesystemLanding(landing),
-            tmp_path / "logs" / CHECKPOINT_FILE,
+            LocalPositionStore.in_dir(tmp_path / "logs"),
             clock=clock,
         )
         results = shipper.run_once()

@@ -10,9 +10,10 @@ import pytest
 from kafkad.clock import ManualClock
 from kafkad.spark_bridge.landing import FilesystemLanding, LandingWriter
 from kafkad.spark_bridge.manifest import Manifest
+from kafkad.spark_bridge.position import LEGACY_CHECKPOINT_FILE, POSITIONS_FILE, LocalPositionStore
 from kafkad.spark_bridge.rate_limit import Backoff
 from kafkad.spark_bridge.segment_source import ClosedSegment, DirectorySegmentSource
-from kafkad.spark_bridge.shipper import CHECKPOINT_FILE, Shipper, ShipperConfig, ShipResult
+from kafkad.spark_bridge.shipper import Shipper, ShipperConfig, ShipResult
 from kafkad.storage.records import Compression, iter_batches
 from tests.unit.spark_bridge.factory import BASE_TS, write_partition
 
@@ -38,17 +39,26 @@ def _shipper(logs: Path, landing: Path, clock: ManualClock, **kw: object) -> Shi
         clock.advance(max(1, round(s * 1000)))
         return True
 
+    kw.setdefault("site", SITE)
     cfg = ShipperConfig(**kw)  # type: ignore[arg-type]
     sh = Shipper(
         cfg,
         DirectorySegmentSource([logs]),
         FilesystemLanding(landing),
-        logs / CHECKPOINT_FILE,
+        LocalPositionStore.in_dir(logs),
         clock=clock,
         sleep=sleep,
     )
     sh.slept = slept  # type: ignore[attr-defined]
     return sh
+
+
+SITE = "paris"
+
+
+def _obj(topic: str, first: int, last: int, suffix: str = ".log", site: str = SITE) -> str:
+    """Relative name of a shipped object of partition 0 (each factory segment: 16 offsets)."""
+    return f"site={site}/{topic}/0/{first:020d}-{last:020d}{suffix}"
 
 
 def _visible(landing: Path) -> list[str]:
@@ -62,17 +72,20 @@ def test_ships_closed_segments_with_manifest_and_checkpoint(tmp_path: Path) -> N
     # 3 closed segments each of orders and clicks; internal topic and active segments excluded
     assert len(results) == 6 and all(r.copied for r in results)
     files = _visible(landing)
-    assert "orders/0/00000000000000000000.log" in files
+    assert _obj("orders", 0, 15) in files
     assert not any("__consumer_offsets" in f or f.startswith(".") or "/." in f for f in files)
     assert len(files) == 12
     src = (logs / "orders-0" / "00000000000000000000.log").read_bytes()
-    assert (landing / "orders/0/00000000000000000000.log").read_bytes() == src
-    m = Manifest.from_json((landing / "orders/0/00000000000000000000.manifest.json").read_bytes())
+    assert (landing / _obj("orders", 0, 15)).read_bytes() == src
+    m = Manifest.from_json((landing / _obj("orders", 0, 15, ".manifest.json")).read_bytes())
     assert m.record_count == 15 and m.batch_count == 4 and m.size == len(src)
-    assert m.last_offset == sum(len(b.records) for b in iter_batches(src)) - 1
+    assert m.last_offset == sum(len(b.records) for b in iter_batches(src)) - 1 == 15
     assert m.first_timestamp == BASE_TS
-    assert sh.is_shipped("orders", 0, 16) and not sh.is_shipped("orders", 0, 48)
-    assert (logs / CHECKPOINT_FILE).read_text().startswith("0\n2\n")
+    assert (m.site, m.cluster_id) == (SITE, None)
+    assert sh.is_shipped("orders", 0, 16) and sh.is_shipped("orders", 0, 32)
+    assert not sh.is_shipped("orders", 0, 48)  # the active segment
+    # positions are offsets: the next one to ship, per partition
+    assert (logs / POSITIONS_FILE).read_text() == "0\n2\nclicks 0 48\norders 0 48\n"
     # a second pass and a restarted shipper ship nothing
     assert sh.run_once() == []
     assert _shipper(logs, landing, ManualClock()).run_once() == []
@@ -100,7 +113,7 @@ def test_kill_mid_copy_leaves_nothing_visible_and_restart_ships_once(tmp_path: P
     with pytest.raises(Boom):
         sh.run_once()
     files = _visible(landing)
-    assert files == ["orders/0/00000000000000000000.log", "orders/0/00000000000000000000.manifest.json"]
+    assert files == [_obj("orders", 0, 15), _obj("orders", 0, 15, ".manifest.json")]
     sh2 = _shipper(logs, landing, ManualClock(), topics=("orders",))
     results = sh2.run_once()
     assert [(r.segment.base_offset, r.copied) for r in results] == [(16, True), (32, True)]
@@ -110,11 +123,11 @@ def test_kill_mid_copy_leaves_nothing_visible_and_restart_ships_once(tmp_path: P
 def test_landed_but_not_checkpointed_is_not_copied_again(tmp_path: Path) -> None:
     logs, landing = _setup(tmp_path)
     _shipper(logs, landing, ManualClock(), topics=("orders",)).run_once()
-    (logs / CHECKPOINT_FILE).unlink()
-    mtime = (landing / "orders/0/00000000000000000000.log").stat().st_mtime_ns
+    (logs / POSITIONS_FILE).unlink()
+    mtime = (landing / _obj("orders", 0, 15)).stat().st_mtime_ns
     results = _shipper(logs, landing, ManualClock(), topics=("orders",)).run_once()
     assert len(results) == 3 and not any(r.copied for r in results)
-    assert (landing / "orders/0/00000000000000000000.log").stat().st_mtime_ns == mtime
+    assert (landing / _obj("orders", 0, 15)).stat().st_mtime_ns == mtime
 
 
 def test_unreachable_landing_backs_off_then_ships_everything(tmp_path: Path) -> None:
@@ -218,10 +231,10 @@ def test_worker_thread_ships_and_stops(tmp_path: Path) -> None:
             done.set()
 
     sh = Shipper(
-        ShipperConfig(poll_interval_ms=10),
+        ShipperConfig(site=SITE, poll_interval_ms=10),
         DirectorySegmentSource([logs]),
         FilesystemLanding(landing),
-        logs / CHECKPOINT_FILE,
+        LocalPositionStore.in_dir(logs),
         on_shipped=on_shipped,
     )
     sh.start()
@@ -231,3 +244,49 @@ def test_worker_thread_ships_and_stops(tmp_path: Path) -> None:
         sh.close()
     assert sh._thread is not None and not sh._thread.is_alive()
     assert sh.segments_shipped == 6 and len(_visible(landing)) == 12
+
+
+def test_ships_from_the_first_batch_past_the_stored_offset(tmp_path: Path) -> None:
+    """A position inside a segment (another broker shipped up to it under other boundaries)."""
+    logs, landing = _setup(tmp_path)
+    LocalPositionStore.in_dir(logs).advance("orders", 0, 8)  # batches: 0-4, 5 (control), 6-10, 11-15
+    results = _shipper(logs, landing, ManualClock(), topics=("orders",)).run_once()
+    assert [r.manifest.base_offset for r in results if r.manifest] == [6, 16, 32]
+    assert _visible(landing)[:2] == [_obj("orders", 6, 15), _obj("orders", 6, 15, ".manifest.json")]
+    src = (logs / "orders-0" / "00000000000000000000.log").read_bytes()
+    tail = (landing / _obj("orders", 6, 15)).read_bytes()
+    assert src.endswith(tail) and 0 < len(tail) < len(src)
+    assert [b.records[0].offset for b in iter_batches(tail)] == [6, 11]
+
+
+def test_old_segment_checkpoint_becomes_an_offset(tmp_path: Path) -> None:
+    """A log dir shipped by an older kafkad: `topic partition last-shipped-base` -> the next base."""
+    logs, landing = _setup(tmp_path)
+    (logs / LEGACY_CHECKPOINT_FILE).write_text("0\n1\norders 0 16\n")
+    sh = _shipper(logs, landing, ManualClock(), topics=("orders",))
+    results = sh.run_once()
+    assert [r.segment.base_offset for r in results] == [32]
+    assert (logs / POSITIONS_FILE).read_text() == "0\n1\norders 0 48\n"
+    assert not (logs / LEGACY_CHECKPOINT_FILE).exists()
+    assert sh.is_shipped("orders", 0, 0) and sh.is_shipped("orders", 0, 16)
+
+
+def test_two_sites_with_the_same_topic_share_one_landing(tmp_path: Path) -> None:
+    logs, landing = _setup(tmp_path)
+    other = tmp_path / "other"
+    write_partition(other, "orders", 0, segments=2, batches_per_segment=4, records_per_batch=5)
+    _shipper(logs, landing, ManualClock(), topics=("orders",)).run_once()
+    sh = _shipper(other, landing, ManualClock(), topics=("orders",), site="lyon", cluster_id="c-lyon")
+    assert len(sh.run_once()) == 2
+    files = _visible(landing)
+    assert len([f for f in files if f.startswith("site=paris/")]) == 6
+    assert [f for f in files if f.startswith("site=lyon/")] == [
+        _obj("orders", 0, 15, ".log", "lyon"),
+        _obj("orders", 0, 15, ".manifest.json", "lyon"),
+        _obj("orders", 16, 31, ".log", "lyon"),
+        _obj("orders", 16, 31, ".manifest.json", "lyon"),
+    ]
+    m = Manifest.from_json((landing / _obj("orders", 16, 31, ".manifest.json", "lyon")).read_bytes())
+    assert (m.site, m.cluster_id) == ("lyon", "c-lyon")
+    with pytest.raises(ValueError):
+        ShipperConfig(site="../etc")

@@ -51,13 +51,30 @@ class Broker:
     # Extension point for later subsystems (group coordinator, controller, metrics): name -> object.
     services: dict[str, Any] = field(default_factory=dict)
     stopping: bool = False
+    # kafkad.security.acl.Authorizer when authorizer.class.name is set; None = every request allowed.
+    authorizer: Any = None
 
     @property
     def advertised(self) -> tuple[ListenerSpec, ...]:
         return self.config.server.advertised_listeners
 
-    def advertised_host_port(self) -> tuple[str, int]:
-        spec = self.advertised[0]
+    def advertised_spec(self, listener: str | None = None) -> ListenerSpec:
+        """The advertised endpoint of `listener` (the one a request came in on: Kafka answers with the
+        same listener's address); None = a PLAINTEXT connection: the first PLAINTEXT listener."""
+        specs = self.advertised
+        if listener is not None:
+            for spec in specs:
+                if spec.name == listener:
+                    return spec
+        protocols = self.config.security.listeners
+        for spec in specs:
+            ls = protocols.get(spec.name)
+            if ls is None or not (ls.protocol.tls or ls.protocol.sasl):
+                return spec
+        return specs[0]
+
+    def advertised_host_port(self, listener: str | None = None) -> tuple[str, int]:
+        spec = self.advertised_spec(listener) if len(self.advertised) > 1 else self.advertised[0]
         host = spec.host
         interfaces = self.services.get("interfaces")  # netlink.InterfaceAddresses: eth0 -> its address
         if interfaces is not None:

@@ -25,8 +25,10 @@ from kafkad.daemon.config_defs import (
     parse_value,
     render_value,
 )
+from kafkad.daemon.config_keys.security import SECURITY_PREFIXES
 from kafkad.daemon.config_table import KEYS, KEYS_BY_NAME
 from kafkad.daemon.properties import PropertiesSyntaxError, parse_properties
+from kafkad.security.settings import SecurityConfig, SecurityConfigError, build_security, pattern_key_base
 from kafkad.spark_bridge.manifest import valid_site
 
 if TYPE_CHECKING:
@@ -172,6 +174,7 @@ class BrokerConfig:
     storage: StorageSettings
     bridge: BridgeConfig
     metrics: MetricsConfig
+    security: SecurityConfig
 
     @property
     def standalone(self) -> bool:
@@ -267,6 +270,8 @@ def build_config(raw: Iterable[tuple[str, str, Origin]]) -> BrokerConfig:
     for name, text, origin in raw:
         key = KEYS_BY_NAME.get(name)
         where = f"{origin}: " if origin.source is not ConfigSource.DEFAULT else ""
+        if key is None and name.startswith(SECURITY_PREFIXES):
+            key = _security_pattern_key(name, origin)
         if key is None:
             msg = f"{where}unknown key {name!r} ignored{_suggest(name)}"
             log.warning("%s", msg)
@@ -283,6 +288,20 @@ def build_config(raw: Iterable[tuple[str, str, Origin]]) -> BrokerConfig:
             )
         settings[name] = Setting(key, value, origin)
     return _assemble(settings, tuple(warnings))
+
+
+def _security_pattern_key(name: str, origin: Origin) -> ConfigKey:
+    """A listener.name.* key stands for its table key; any other unknown ssl.*/sasl.* key is refused."""
+    base = pattern_key_base(name)
+    known = KEYS_BY_NAME.get(base) if base is not None else None
+    if known is None:
+        raise ConfigError(
+            f"kafkad cannot honour this security key (refused rather than ignored){_suggest(name)}",
+            file=origin.file or "--override",
+            line=origin.line,
+            key=name,
+        )
+    return ConfigKey(name, known.type, None, known.doc, known.importance, known.validators, "security")
 
 
 def _err(settings: Mapping[str, Setting], key: str, message: str) -> ConfigError:
@@ -333,6 +352,14 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
     if not listeners:
         raise _err(s, "listeners", "at least one listener is required")
     advertised = tuple(parse_listener(x) for x in lst("advertised.listeners")) or listeners
+    try:
+        from kafkad.security.tls import build_context
+
+        security = build_security(
+            {name: st.value for name, st in s.items()}, tuple(x.name for x in listeners), build_context
+        )
+    except SecurityConfigError as e:
+        raise _err(s, e.key, e.message) if e.key in s else ConfigError(e.message, key=e.key) from None
     if i("group.min.session.timeout.ms") > i("group.max.session.timeout.ms"):
         raise _err(s, "group.min.session.timeout.ms", "must not exceed group.max.session.timeout.ms")
     if b("bridge.enabled") and opt_s("bridge.landing.dir") is None:
@@ -425,4 +452,5 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
             max_segment_age_ms=i("bridge.max.segment.age.ms"),
         ),
         metrics=MetricsConfig(listeners=lst("metrics.listeners")),
+        security=security,
     )

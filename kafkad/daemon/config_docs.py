@@ -46,7 +46,7 @@ def check_config_lines(config: BrokerConfig) -> list[str]:
     out = []
     for key in KEYS:
         s = config.settings[key.name]
-        value = "" if s.value is None else s.text
+        value = "" if s.value is None else "[hidden]" if key.type is ConfigType.PASSWORD else s.text
         out.append(f"{key.name}={value}  # {s.origin}")
     return out
 
@@ -60,6 +60,7 @@ def render_markdown() -> str:
     titles = {
         "server": "Server",
         "socket": "Network",
+        "security": "Security (TLS, SASL, ACLs)",
         "log": "Logs and retention",
         "zookeeper": "ZooKeeper and replication",
         "controller": "Controller and cluster membership",

@@ -12,6 +12,7 @@ from kafkad.daemon.config_keys.bridge import BRIDGE_KEYS
 from kafkad.daemon.config_keys.controller import CONTROLLER_KEYS
 from kafkad.daemon.config_keys.groups import GROUP_KEYS
 from kafkad.daemon.config_keys.replication import REPLICATION_KEYS
+from kafkad.daemon.config_keys.security import SECURITY_KEYS
 from kafkad.daemon.config_keys.server import METRICS_KEYS, SERVER_KEYS, SOCKET_KEYS
 from kafkad.daemon.config_keys.storage import LOG_KEYS
 from kafkad.daemon.config_keys.zookeeper import ZOOKEEPER_KEYS
@@ -21,6 +22,7 @@ __all__ = ["DERIVED_TOPIC_KEYS", "KEYS", "KEYS_BY_NAME"]
 KEYS: tuple[ConfigKey, ...] = (
     *SERVER_KEYS,
     *SOCKET_KEYS,
+    *SECURITY_KEYS,
     *LOG_KEYS,
     *ZOOKEEPER_KEYS,
     *REPLICATION_KEYS,

@@ -21,6 +21,11 @@ likewise gathers the bytes of every consecutive slot already complete into one w
 chunks go through SendfileWriter after the transport buffer has drained (detected by lowering the write
 buffer high-water mark to 0 and waiting for resume_writing). Reading pauses while too many requests are
 queued or the peer stops reading its responses.
+
+On a TLS transport there is no sendfile (the bytes must be encrypted): FileSlice chunks are read with
+pread in 1 MiB pieces and written to the transport (the copy path), honouring its flow control. On TLS
+and SASL listeners the "dispatcher" is the connection's security Session (kafkad.security.session),
+which gates and labels requests before handing them to the real Dispatcher.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import socket
 import struct
 import time
@@ -42,6 +48,7 @@ log = logging.getLogger(__name__)
 _HIGH_WATER = 4 << 20  # transport buffer above which we stop reading until the peer catches up
 SCRATCH_BYTES = 256 << 10  # one read's worth: many pipelined frames per recv
 _DIRECT_MIN = 64 << 10  # a body missing at least this much is received straight into itself
+_COPY_PIECE = 1 << 20  # TLS copy path: bytes of a file slice read and written at a time
 _unpack_size = struct.Struct(">i").unpack_from
 _BYTES = (bytes, bytearray, memoryview)
 
@@ -66,8 +73,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         max_queued: int,
         on_close: Any = None,
         scratch: ReceiveScratch | None = None,
+        session: Any = None,
+        tls: bool = False,
     ) -> None:
-        self._dispatcher = dispatcher
+        # A security session (TLS/SASL listeners) stands in for the dispatcher: same dispatch signature.
+        self._dispatcher: Dispatcher = session if session is not None else dispatcher
+        self._session = session
+        self._tls = tls
         self._scratch = (scratch or ReceiveScratch(16 << 10)).view
         self._direct = False  # the last get_buffer handed out the partial body, not the scratch
         self._max_request = max_request_bytes
@@ -105,7 +117,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if sock is not None:
             with contextlib.suppress(OSError, AttributeError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._sendfile = SendfileWriter(loop, sock.fileno(), self._wait_flushed)
+            if not self._tls:
+                self._sendfile = SendfileWriter(loop, sock.fileno(), self._wait_flushed)
+        if self._session is not None:
+            self._session.connection_made(transport)
         self._writer_task = loop.create_task(self._writer())
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -223,6 +238,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             outcome = self._dispatcher.dispatch(frame, self.peer)
         except CloseConnection as e:
             log.info("%s: closing connection: %s", self.peer, e)
+            if e.last and not self._slots and not self._write_paused:
+                self._ready.extend(cast(list[bytes | bytearray | memoryview], e.last))
             self._close()
             return
         if (
@@ -317,8 +334,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                             if out:  # the bytes before a file slice leave first
                                 transport.writelines(out)
                                 out = []
-                            assert self._sendfile is not None, "sendfile needs a socket transport"
-                            await self._sendfile.send(chunk)  # type: ignore[arg-type]
+                            if self._sendfile is not None:
+                                await self._sendfile.send(chunk)  # type: ignore[arg-type]
+                            else:
+                                await self._copy_slice(chunk)
                     # Responses already complete behind this one go out in the same write.
                     if not self._slots:
                         break
@@ -357,6 +376,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except Exception:
             log.exception("%s: response writer failed", self.peer)
             self._close()
+
+    async def _copy_slice(self, chunk: Any) -> None:
+        """A file slice through the transport (TLS): pread pieces, waiting while the buffer is full."""
+        transport = self._transport
+        assert transport is not None
+        fd, pos = chunk.fd, chunk.position
+        end = pos + chunk.size
+        while pos < end:
+            data = os.pread(fd, min(_COPY_PIECE, end - pos), pos)
+            if not data:
+                raise ConnectionError(f"file ended {end - pos} bytes early (fd {fd} at {pos})")
+            transport.write(data)
+            pos += len(data)
+            if self._write_paused:
+                await self._wait_flushed(low=True)
 
     def _wake_drainers(self) -> None:
         waiters, self._drain_waiters = self._drain_waiters, []

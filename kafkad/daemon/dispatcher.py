@@ -36,6 +36,7 @@ from kafkad.protocol import (
 
 if TYPE_CHECKING:
     from kafkad.daemon.broker import Broker
+    from kafkad.security.session import Session
 
 log = logging.getLogger(__name__)
 _perf_counter = time.perf_counter
@@ -44,7 +45,12 @@ Outcome = list[Chunk] | None
 
 
 class CloseConnection(Exception):
-    """The peer broke the protocol: close this connection (and only it)."""
+    """The peer broke the protocol: close this connection (and only it), after writing `last` if given
+    (e.g. a failed authentication's answer)."""
+
+    def __init__(self, message: str, last: Outcome = None) -> None:
+        super().__init__(message)
+        self.last = last
 
 
 class Dispatcher:
@@ -63,8 +69,11 @@ class Dispatcher:
         # api key -> (spec, min version, max version), filled on first use: one dict lookup per request.
         self._specs: dict[int, tuple[HandlerSpec, int, int]] = {}
 
-    def dispatch(self, frame: bytearray, peer: str) -> Outcome | asyncio.Task[Outcome]:
-        """Raises CloseConnection for a malformed frame or an unanswerable request."""
+    def dispatch(
+        self, frame: bytearray, peer: str, session: Session | None = None
+    ) -> Outcome | asyncio.Task[Outcome]:
+        """Raises CloseConnection for a malformed frame or an unanswerable request. `session`: the
+        connection's security session (TLS and SASL listeners only; None = PLAINTEXT, User:ANONYMOUS)."""
         try:
             request = decode_request(frame)
         except UnsupportedVersionError as e:
@@ -82,7 +91,11 @@ class Dispatcher:
         if not lo <= header[1] <= hi:
             return self._unsupported(header, peer)
         started = _perf_counter()
-        ctx = RequestContext(self.broker, header, peer)
+        ctx = (
+            RequestContext(self.broker, header, peer)
+            if session is None
+            else RequestContext(self.broker, header, peer, session.listener, None, session)
+        )
         # The handler's own coroutine is stepped here (no wrapper coroutine: one frame less per request).
         try:
             coro: Coroutine[Any, Any, Mapping[str, Any] | None] = spec.fn(ctx, request)  # type: ignore[assignment]

@@ -181,6 +181,16 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     await loop.run_in_executor(None, producer_ids.load)
     broker = Broker(config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id)
     broker.services["metrics"] = ops.metrics
+    from kafkad.security.runtime import SecurityRuntime
+
+    security = SecurityRuntime(config.security, Path(dirs[0]))
+    broker.services["security"] = security
+    broker.authorizer = security.authorizer
+    if security.tls is not None:
+        try:
+            loop.add_signal_handler(signal.SIGHUP, security.reload_tls)
+        except (NotImplementedError, RuntimeError, ValueError) as e:
+            log.warning("cannot handle SIGHUP (certificate reload): %s", e)
     ops.metrics.bind(
         partition_count=lambda: len(replicas.all_partitions()),
         leader_count=lambda: sum(1 for p in replicas.all_partitions() if p.is_leader),
@@ -215,6 +225,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         config.socket,
         on_open=ops.metrics.connection_opened,
         on_close=ops.metrics.connection_closed,
+        security=security if not config.security.plaintext_only else None,
     )
     watcher = await _watch_interfaces(config, broker, server)
     interfaces = broker.services.get("interfaces")
@@ -267,6 +278,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         loop.create_task(_every(st.flush_offset_checkpoint_interval_ms, "checkpoint", checkpoint)),
         loop.create_task(server.close_idle_forever()),
     ]
+    if security.tls is not None:
+        tasks.append(loop.create_task(security.tls.watch()))
     cleaner = _start_cleaner(config, log_manager, clock)
 
     await stop.wait()

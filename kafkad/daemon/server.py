@@ -3,6 +3,9 @@
 Shutdown order (main.py drives it): stop accepting, let in-flight requests finish (bounded), then close
 the remaining connections.
 
+A TLS listener's server gets its listener's SSLContext; each connection on a TLS or SASL listener gets a
+security session (kafkad.security); PLAINTEXT connections get neither.
+
 A listener whose host names a network interface binds to that interface's address (`bind_host`, see
 netlink.py) and `rebind` moves it when the address changes; open connections are left alone.
 """
@@ -10,15 +13,20 @@ netlink.py) and `rebind` moves it when the address changes; open connections are
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from kafkad.daemon.config import SocketConfig
 from kafkad.daemon.config_defs import ListenerSpec
 from kafkad.daemon.connection import KafkaConnection, ReceiveScratch
 from kafkad.daemon.dispatcher import Dispatcher
+
+if TYPE_CHECKING:
+    from kafkad.security.runtime import SecurityRuntime
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +39,9 @@ class Server:
         *,
         on_open: Callable[[], None] | None = None,
         on_close: Callable[[], None] | None = None,
+        security: SecurityRuntime | None = None,
     ) -> None:
+        self._security = security
         self._on_open = on_open
         self._on_close = on_close
         self._dispatcher = dispatcher
@@ -44,13 +54,17 @@ class Server:
         self._scratch = ReceiveScratch()  # every connection's reads land here first (same loop)
         self.bound: list[tuple[str, int]] = []
 
-    def _make(self) -> KafkaConnection:
+    def _make(self, listener: str | None = None) -> KafkaConnection:
+        sec = self._security
+        session = sec.session(listener, self._dispatcher) if sec is not None and listener else None
         conn = KafkaConnection(
             self._dispatcher,
             max_request_bytes=self._cfg.request_max_bytes,
             max_queued=self._cfg.queued_max_requests,
             on_close=self._closed,
             scratch=self._scratch,
+            session=session,
+            tls=session is not None and session.tls,
         )
         self.connections.add(conn)
         if self._on_open is not None:
@@ -85,8 +99,11 @@ class Server:
             )
             return
         loop = asyncio.get_running_loop()
+        sec = self._security
+        secure = sec is not None and sec.secured(spec.name)
         server = await loop.create_server(
-            self._make,
+            functools.partial(self._make, spec.name) if secure else self._make,
+            ssl=sec.tls_context(spec.name) if sec is not None else None,
             host=host or None,
             port=spec.port if port is None else port,
             reuse_address=True,

@@ -21,7 +21,7 @@ SASL_HANDSHAKE = Api(
 SASL_AUTHENTICATE = Api(
     36,
     "SaslAuthenticate",
-    versions=(0, 1),
+    versions=(0, 2),
     flexible="2+",
     request=(F("auth_bytes", "bytes", "0+"),),
     response=(

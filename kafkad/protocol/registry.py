@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
 
-from kafkad.protocol import apis_admin, apis_cluster, apis_core, apis_groups
+from kafkad.protocol import apis_admin, apis_cluster, apis_core, apis_groups, apis_security
 from kafkad.protocol.compiler import StructReader, StructWriter, compile_struct
 from kafkad.protocol.schema import Api
 
@@ -91,7 +91,9 @@ def _collect(*modules: object) -> dict[int, Api]:
     return dict(sorted(out.items()))
 
 
-SCHEMAS: Mapping[int, Api] = MappingProxyType(_collect(apis_core, apis_groups, apis_admin, apis_cluster))
+SCHEMAS: Mapping[int, Api] = MappingProxyType(
+    _collect(apis_core, apis_groups, apis_admin, apis_cluster, apis_security)
+)
 
 
 @dataclass(frozen=True, slots=True)

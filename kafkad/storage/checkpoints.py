@@ -36,7 +36,7 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> None:
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True, mode: int = 0o644) -> None:
     """Blocking: replace `path` by `data` via temp file + rename (fsyncs unless `fsync=False`).
 
     fsync=False still never exposes a torn file (rename is atomic); it only may lose the update on a
@@ -44,7 +44,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = Tru
     """
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)
         while view:

@@ -12,9 +12,12 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from kafkad.tools.client import ToolError
+
+if TYPE_CHECKING:
+    from kafkad.tools.client_security import ClientSecurity
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,7 +41,9 @@ def tool_parser(prog: str, description: str) -> argparse.ArgumentParser:
         "--zookeeper", help=argparse.SUPPRESS, default=None
     )  # accepted only to explain why it is refused
     parser.add_argument(
-        "--command-config", metavar="FILE", help="client properties file (ignored: no TLS/SASL)"
+        "--command-config",
+        metavar="FILE",
+        help="client properties file: security.protocol, ssl.truststore.location, sasl.mechanism, sasl.jaas.config",
     )
     parser.add_argument("--client-id", default="kafkad-tools", help=argparse.SUPPRESS)
     parser.add_argument("--verbose", "-v", action="store_true", help="log protocol traffic at DEBUG")
@@ -55,6 +60,24 @@ def bootstrap_of(args: argparse.Namespace) -> str:
     if not value:
         raise ToolError('Missing required argument "[bootstrap-server]"')
     return value
+
+
+def security_of(args: argparse.Namespace) -> ClientSecurity | None:
+    """TLS/SASL settings from --command-config (a Kafka client properties file), or None."""
+    if not args.command_config:
+        return None
+    from kafkad.daemon.properties import PropertiesSyntaxError
+    from kafkad.daemon.properties import parse_properties as parse_file
+    from kafkad.tools.client_security import ClientSecurity
+
+    try:
+        with open(args.command_config, encoding="utf-8") as f:
+            entries = parse_file(f.read())
+    except OSError as e:
+        raise ToolError(f"cannot read --command-config {args.command_config}: {e.strerror or e}") from None
+    except PropertiesSyntaxError as e:
+        raise ToolError(f"{args.command_config}:{e.line}: {e.message}") from None
+    return ClientSecurity.from_properties({e.key: e.value for e in entries})
 
 
 def parse_key_values(items: Iterable[str], what: str) -> dict[str, str]:

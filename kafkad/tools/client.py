@@ -19,7 +19,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkad.protocol import (
     SCHEMAS,
@@ -30,6 +30,9 @@ from kafkad.protocol import (
     decode_response,
     encode_request,
 )
+
+if TYPE_CHECKING:
+    from kafkad.tools.client_security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +175,7 @@ class BrokerConnection:
         node_id: int = -1,
         client_id: str = DEFAULT_CLIENT_ID,
         timeout_s: float = 30.0,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -186,9 +190,13 @@ class BrokerConnection:
                 f"Broker may not be available. ({e.strerror or e})"
             ) from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if security is not None:
+            self._sock = security.wrap(self._sock, host)
         self.broker_versions: dict[int, tuple[int, int]] = {}
         self.versions: dict[int, int] = {}
         self._negotiate()
+        if security is not None:
+            security.authenticate(lambda k, v, b: decode_response(k, v, self._roundtrip(k, v, b))[1])
 
     def close(self) -> None:
         self._sock.close()
@@ -364,15 +372,23 @@ class KafkaClient:
     """Bootstrap connection plus lazily opened per-node connections. Use as a context manager."""
 
     def __init__(
-        self, bootstrap: str, *, client_id: str = DEFAULT_CLIENT_ID, timeout_s: float = 30.0
+        self,
+        bootstrap: str,
+        *,
+        client_id: str = DEFAULT_CLIENT_ID,
+        timeout_s: float = 30.0,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security
         last: ToolError | None = None
         self.bootstrap: BrokerConnection | None = None
         for host, port in parse_bootstrap(bootstrap):
             try:
-                self.bootstrap = BrokerConnection(host, port, client_id=client_id, timeout_s=timeout_s)
+                self.bootstrap = BrokerConnection(
+                    host, port, client_id=client_id, timeout_s=timeout_s, security=security
+                )
                 break
             except ToolError as e:
                 last = e
@@ -440,7 +456,12 @@ class KafkaClient:
             conn = b
         else:
             conn = BrokerConnection(
-                info.host, info.port, node_id=node_id, client_id=self.client_id, timeout_s=self.timeout_s
+                info.host,
+                info.port,
+                node_id=node_id,
+                client_id=self.client_id,
+                timeout_s=self.timeout_s,
+                security=self.security,
             )
         conn.node_id = node_id
         self._nodes[node_id] = conn

@@ -1,4 +1,10 @@
-"""kafkad-configs: Kafka's kafka-configs.sh (ConfigCommand) for topics and brokers over the wire.
+"""kafkad-configs: Kafka's kafka-configs.sh (ConfigCommand) for topics, brokers and users over the wire.
+
+Users: SCRAM credentials, as Kafka's tool manages them: `--alter --add-config
+'SCRAM-SHA-256=[iterations=8192,password=alice-secret]' --entity-type users --entity-name alice` salts
+the password here (PBKDF2) and sends salt + salted password with AlterUserScramCredentials;
+`--delete-config SCRAM-SHA-256` removes one; `--describe` lists mechanisms and iterations
+(DescribeUserScramCredentials). The password never reaches the broker.
 
 --describe prints DescribeConfigs (with synonyms) in ConfigCommand's layout, only the dynamic entries unless
 --all. --alter uses the non-incremental AlterConfigs, which replaces a resource's whole set of dynamic
@@ -17,7 +23,15 @@ from typing import Any
 from kafkad.protocol import ApiKey
 from kafkad.protocol.config_resources import DescribeConfigSource as ConfigSource
 from kafkad.protocol.config_resources import ResourceType
-from kafkad.tools._cli import bootstrap_of, parse_args, parse_key_values, run, split_commas, tool_parser
+from kafkad.tools._cli import (
+    bootstrap_of,
+    parse_args,
+    parse_key_values,
+    run,
+    security_of,
+    split_commas,
+    tool_parser,
+)
 from kafkad.tools.client import KafkaClient, ToolError, check
 
 
@@ -73,8 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     action = p.add_mutually_exclusive_group()
     action.add_argument("--describe", action="store_true", help="List configs for the given entity.")
     action.add_argument("--alter", action="store_true", help="Alter the configuration for the entity.")
-    p.add_argument("--entity-type", choices=["topics", "brokers"], help="Type of entity (topics/brokers).")
-    p.add_argument("--entity-name", help="Name of entity (topic name / broker id).")
+    p.add_argument(
+        "--entity-type", choices=["topics", "brokers", "users"], help="Type of entity (topics/brokers/users)."
+    )
+    p.add_argument("--entity-name", help="Name of entity (topic name / broker id / user name).")
     p.add_argument("--entity-default", action="store_true", help="The cluster-wide default (brokers only).")
     p.add_argument("--topic", help="Shortcut for --entity-type topics --entity-name TOPIC.")
     p.add_argument("--broker", help="Shortcut for --entity-type brokers --entity-name ID.")
@@ -196,10 +212,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(build_parser(), argv)
 
     def body() -> int:
+        if args.entity_type == "users":
+            from kafkad.tools.scram_users import run_users
+
+            return run_users(args)
         rtype, name = resolve_entity(args)
         add = parse_key_values(args.add_config, "config")
         delete = [k for item in args.delete_config for k in split_commas(item)]
-        with KafkaClient(bootstrap_of(args), client_id=args.client_id) as client:
+        with KafkaClient(bootstrap_of(args), client_id=args.client_id, security=security_of(args)) as client:
             if args.describe:
                 for line in describe(client, rtype, name, args.all):
                     print(line)

@@ -29,6 +29,7 @@ from kafkad.tools._cli import (
     parse_properties,
     prop_bool,
     run,
+    security_of,
     tool_parser,
     unescape,
 )
@@ -297,7 +298,7 @@ def consume(args: argparse.Namespace, out: IO[bytes], printed: list[int]) -> Non
     start = start_position(args)
     isolation = 1 if args.isolation_level == "read_committed" else 0
     limit = args.max_messages
-    with KafkaClient(bootstrap_of(args), client_id=args.client_id) as client:
+    with KafkaClient(bootstrap_of(args), client_id=args.client_id, security=security_of(args)) as client:
         consumer = Consumer(client, args.topic, isolation_level=isolation,
                             reset=EARLIEST if start.timestamp == EARLIEST else LATEST)  # fmt: skip
         member = None

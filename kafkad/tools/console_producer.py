@@ -27,6 +27,7 @@ from kafkad.tools._cli import (
     parse_properties,
     prop_bool,
     run,
+    security_of,
     tool_parser,
     unescape,
 )
@@ -322,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> int:
         fmt = LineFormat.from_properties(parse_properties(args.property))
         acks = parse_acks(args.request_required_acks)
-        with KafkaClient(bootstrap_of(args), client_id=args.client_id) as client:
+        with KafkaClient(bootstrap_of(args), client_id=args.client_id, security=security_of(args)) as client:
             producer = Producer(
                 client, args.topic, acks=acks, compression=CODECS[args.compression_codec],
                 timeout_ms=args.request_timeout_ms, retries=max(0, args.message_send_max_retries),

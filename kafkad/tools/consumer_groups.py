@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafkad.protocol import ApiKey, ErrorCode
-from kafkad.tools._cli import bootstrap_of, parse_args, run, tool_parser
+from kafkad.tools._cli import bootstrap_of, parse_args, run, security_of, tool_parser
 from kafkad.tools.client import BrokerConnection, KafkaApiError, KafkaClient, ToolError, check
 
 TopicPartition = tuple[str, int]
@@ -345,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         action = check_args(args)
-        with KafkaClient(bootstrap_of(args), client_id=args.client_id) as client:
+        with KafkaClient(bootstrap_of(args), client_id=args.client_id, security=security_of(args)) as client:
             groups = list(args.group)
             if args.all_groups:
                 listing = client.send(ApiKey.LIST_GROUPS, {})

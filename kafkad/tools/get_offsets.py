@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kafkad.protocol import ApiKey, ErrorCode
-from kafkad.tools._cli import bootstrap_of, parse_args, run, tool_parser
+from kafkad.tools._cli import bootstrap_of, parse_args, run, security_of, tool_parser
 from kafkad.tools.client import KafkaApiError, KafkaClient, ToolError
 
 LATEST = -1
@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         timestamp = parse_time(args.time)
         wanted_parts = parse_partitions(args.partitions)
         failed = False
-        with KafkaClient(bootstrap_of(args), client_id=args.client_id) as client:
+        with KafkaClient(bootstrap_of(args), client_id=args.client_id, security=security_of(args)) as client:
             md = client.metadata(None)
             rx = re.compile(args.topic) if args.topic else None
             topics = [

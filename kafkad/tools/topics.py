@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafkad.protocol import ApiKey, ErrorCode
-from kafkad.tools._cli import bootstrap_of, parse_args, parse_properties, run, tool_parser
+from kafkad.tools._cli import bootstrap_of, parse_args, parse_properties, run, security_of, tool_parser
 from kafkad.tools.client import KafkaApiError, KafkaClient, ToolError, TopicInfo, check
 
 RESOURCE_TOPIC = 2
@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> int:
         check_args(args)
-        with KafkaClient(bootstrap_of(args), client_id=args.client_id) as client:
+        with KafkaClient(bootstrap_of(args), client_id=args.client_id, security=security_of(args)) as client:
             for name, fn in (
                 ("create", create),
                 ("list", list_topics),

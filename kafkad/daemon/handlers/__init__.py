@@ -32,6 +32,9 @@ class RequestContext:
     # Free per-request scratch for handlers; None until one sets it (one context per request, so no
     # dict is built for the many that never use it).
     extra: dict[str, Any] | None = None
+    # The connection's security session on TLS/SASL listeners (kafkad.security.session.Session: its
+    # principal, SASL state); None on PLAINTEXT listeners, whose principal is User:ANONYMOUS.
+    session: Any = None
 
     @property
     def version(self) -> int:

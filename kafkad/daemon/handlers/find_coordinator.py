@@ -59,7 +59,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     if cache is not None:  # cluster mode: the leader of the group's __consumer_offsets partition
         return await cluster_metadata.find_coordinator(ctx, cache, request.body["key"])
     await ready_coordinator(broker)  # KafkaError(COORDINATOR_NOT_AVAILABLE) -> the error body
-    host, port = broker.advertised_host_port()
+    host, port = broker.advertised_host_port(ctx.listener if ctx.session is not None else None)
     return {
         "throttle_time_ms": 0,
         "error_code": 0,

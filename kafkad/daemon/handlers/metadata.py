@@ -101,7 +101,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             topics.append(
                 _topic(broker, name) if created else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             )
-    host, port = broker.advertised_host_port()
+    host, port = broker.advertised_host_port(ctx.listener if ctx.session is not None else None)
     return {
         "throttle_time_ms": 0,
         "brokers": [

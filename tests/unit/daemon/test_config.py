@@ -61,8 +61,10 @@ def test_error_names_file_line_key(tmp_path: Path) -> None:
     assert f"{f}:3: num.partitions:" in msg and "integer" in msg
     with pytest.raises(ConfigError, match=r"s.properties:1: num.partitions: value must be at least 1"):
         load_config(write(tmp_path / "s.properties", "num.partitions=0\n"))
-    with pytest.raises(ConfigError, match=r"listeners: .*SSL"):
+    with pytest.raises(ConfigError, match=r"ssl.keystore.location: listener SSL uses TLS"):
         load_config(None, ["listeners=SSL://:9093"])
+    with pytest.raises(ConfigError, match=r"listeners: listener FOO has no entry"):
+        load_config(None, ["listeners=FOO://:9093"])
     with pytest.raises(ConfigError, match="not key=value"):
         load_config(None, ["nonsense"])
     with pytest.raises(ConfigError, match="cannot read"):

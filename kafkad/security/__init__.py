@@ -1,0 +1,1 @@
+"""TLS, SASL (PLAIN, SCRAM) and ACLs: the parts of kafkad that decide who may do what."""

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError
 from kafkad.replication.broker_channel import BrokerChannel
+from kafkad.storage.log_offline import LogIOError
 from kafkad.storage.log_types import AppendOrigin
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ FETCH_VERSION = 11
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 UNDEFINED = -1
 TP = tuple[str, int]
+StorageErrorHook = Callable[[str, int, Exception], object]  # (topic, partition, the error)
 
 _AWAIT_CONTROLLER = frozenset(
     {
@@ -121,6 +123,7 @@ class ReplicaFetcher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.fetches = 0  # completed Fetch requests (tests, metrics)
+        self.on_storage_error: StorageErrorHook | None = None  # FetcherManager's
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(source={self.source_id}, {len(self.partitions)} partitions)"
@@ -324,8 +327,12 @@ class ReplicaFetcher:
             if records:
                 try:
                     plog.append(records, leader_epoch=f.epoch, now_ms=now_ms, origin=AppendOrigin.REPLICATION)
-                except KafkaError as e:
+                except (KafkaError, OSError) as e:
                     log.error("%s-%d: appending replicated batches failed: %s", part.topic, part.index, e)
+                    if self.on_storage_error is not None and isinstance(e, (LogIOError, OSError)):
+                        # storage_failed: a full disk only delays; else this partition goes offline alone
+                        # (and leaves this fetcher), its neighbours keep fetching.
+                        self.on_storage_error(part.topic, part.index, e)
                     self._delay(f)
                     return
             part.follower_advanced(p["high_watermark"], p["log_start_offset"])
@@ -358,6 +365,8 @@ class FetcherManager:
         self._now_ms = now_ms
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._assigned: dict[TP, tuple[int, int]] = {}
+        # An I/O error appending a partition's replicated batches (ReplicaManager.storage_failed).
+        self.on_storage_error: StorageErrorHook | None = None
 
     def fetcher_id(self, tp: TP) -> int:
         # Kafka: Utils.abs(31 * topic.hashCode + partition) % numFetchers; any stable spread will do.
@@ -375,6 +384,7 @@ class FetcherManager:
             fetcher = self.fetchers.get(key)
             if fetcher is None:
                 fetcher = self.fetchers[key] = ReplicaFetcher(leader_id, host, port, self.cfg, self._now_ms)
+                fetcher.on_storage_error = self.on_storage_error
             else:
                 fetcher.channel.set_address(host, port)
             fetcher.add(ps)

@@ -80,6 +80,7 @@ class ReplicaManager:
     ) -> None:
         """Every loaded partition waits for the controller's LeaderAndIsr (no leader, epoch -1)."""
         self.fetchers = fetchers
+        fetchers.on_storage_error = self.storage_failed  # a follower's I/O error: that partition alone
         self.now_ms = now_ms
         self.isr_updater = isr_updater
         for p in self._partitions.values():

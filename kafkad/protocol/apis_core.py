@@ -260,7 +260,7 @@ FETCH = Api(
 LIST_OFFSETS = Api(
     2,
     "ListOffsets",
-    versions=(1, 5),
+    versions=(1, 8),
     flexible="6+",
     request=(
         F("replica_id", "int32", "1+"),

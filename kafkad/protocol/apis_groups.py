@@ -285,9 +285,12 @@ DESCRIBE_GROUPS = Api(
 LIST_GROUPS = Api(
     16,
     "ListGroups",
-    versions=(0, 2),
+    versions=(0, 5),
     flexible="3+",
-    request=(),
+    request=(
+        F("states_filter", "[]string", "4+"),
+        F("types_filter", "[]string", "5+"),
+    ),
     response=(
         F("throttle_time_ms", "int32", "1+"),
         F("error_code", "int16", "0+"),
@@ -298,6 +301,8 @@ LIST_GROUPS = Api(
             fields=(
                 F("group_id", "string", "0+"),
                 F("protocol_type", "string", "0+"),
+                F("group_state", "string", "4+"),
+                F("group_type", "string", "5+"),
             ),
         ),
     ),

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
 
-from kafkad.protocol import apis_admin, apis_cluster, apis_core, apis_groups, apis_security
+from kafkad.protocol import (
+    apis_admin,
+    apis_cluster,
+    apis_core,
+    apis_groups,
+    apis_operations,
+    apis_security,
+)
 from kafkad.protocol.compiler import StructReader, StructWriter, compile_struct
 from kafkad.protocol.schema import Api
 
@@ -92,7 +99,7 @@ def _collect(*modules: object) -> dict[int, Api]:
 
 
 SCHEMAS: Mapping[int, Api] = MappingProxyType(
-    _collect(apis_core, apis_groups, apis_admin, apis_cluster, apis_security)
+    _collect(apis_core, apis_groups, apis_admin, apis_cluster, apis_security, apis_operations)
 )
 
 

@@ -28,7 +28,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "requests.jsonl"
 ADVERTISED = {
     0: (0, 8),
     1: (4, 11),
-    2: (1, 5),
+    2: (1, 8),
     3: (0, 8),
     4: (0, 5),  # LeaderAndIsr, StopReplica, UpdateMetadata: answered INVALID_REQUEST standalone
     5: (0, 3),
@@ -42,6 +42,11 @@ ADVERTISED = {
     32: (1, 2),
     33: (0, 1),
     37: (0, 1),
+    43: (0, 2),
+    44: (0, 1),
+    45: (0, 0),
+    46: (0, 0),
+    60: (0, 1),
 }
 GROUP_ADVERTISED = {
     8: (2, 7),
@@ -52,8 +57,9 @@ GROUP_ADVERTISED = {
     13: (0, 3),
     14: (0, 3),
     15: (0, 4),
-    16: (0, 2),
+    16: (0, 5),
     42: (0, 1),
+    47: (0, 0),
 }
 
 

@@ -34,6 +34,7 @@ from kafkad.daemon.groups.store import (
     group_tombstone,
     offset_record,
 )
+from kafkad.daemon.groups.subscriptions import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from kafkad.daemon.groups.timers import Scheduler, TimerHandle
 from kafkad.protocol.errors import ErrorCode, KafkaError
 
@@ -222,6 +223,44 @@ class GroupCoordinator(MembershipCoordinator):
         del self.groups[group.group_id]
         log.info("group %s deleted", group.group_id)
         return ErrorCode.NONE
+
+    # --- OffsetDelete ---------------------------------------------------------------------------
+
+    def delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """Kafka's handleDeleteOffsets: an Empty group loses the offsets; a live consumer group loses those
+        of topics no member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC for the others); any other live
+        group is NON_EMPTY_GROUP. The group error, then per-partition errors."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, {}
+        group = self.groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        results: dict[TopicPartition, ErrorCode] = {}
+        if group.state is GroupState.EMPTY:
+            deletable = list(partitions)
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = subscribed_topics(group)
+            deletable = []
+            for tp in partitions:
+                if subscribed is None or tp[0] in subscribed:
+                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    deletable.append(tp)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        present = [tp for tp in deletable if tp in group.offsets]
+        if present:
+            try:
+                self.store.write(group_id, [offset_record(group_id, t, p, None) for (t, p) in present])
+            except Exception as exc:
+                log.warning("group %s: offset delete not persisted: %s", group_id, exc)
+                return _store_error(exc), {}
+            for tp in present:
+                del group.offsets[tp]
+        results.update(dict.fromkeys(deletable, ErrorCode.NONE))
+        return ErrorCode.NONE, results
 
     # --- load at start -----------------------------------------------------------------------
 

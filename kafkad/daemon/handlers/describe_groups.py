@@ -1,20 +1,21 @@
-"""DescribeGroups (15) v0-4: state, protocol and members (with metadata and assignment once Stable)."""
+"""DescribeGroups (15) v0-4: state, protocol and members (with metadata and assignment once Stable);
+authorized operations (v3+) are the full set when asked for (no authorizer)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from kafkad.daemon.authorized_operations import group_operations
 from kafkad.daemon.groups.service import coordinator_for
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, Request
-
-_UNKNOWN_OPERATIONS = -(2**31)
 
 
 @handler(ApiKey.DESCRIBE_GROUPS, 0, 4)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     coordinator = coordinator_for(ctx.broker)
+    operations = group_operations(bool(request.body.get("include_authorized_operations")))
     groups = []
     for group_id in request.body["groups"] or []:
         error, s = coordinator.describe_group(group_id or "")
@@ -36,7 +37,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                     }
                     for m in s.members
                 ],
-                "authorized_operations": _UNKNOWN_OPERATIONS,
+                "authorized_operations": operations,
             }
         )
     return {"throttle_time_ms": 0, "groups": groups}

@@ -63,7 +63,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
-        "error_message": None,
+        "error_message": "NONE",  # Kafka: Errors.NONE.message()
         "node_id": broker.broker_id,
         "host": host,
         "port": port,

@@ -1,4 +1,9 @@
-"""ListOffsets (2) v1-5: earliest (-2), latest (-1), or the first offset at/after a timestamp."""
+"""ListOffsets (2) v1-8: earliest (-2), latest (-1), max timestamp (-3, KIP-734), earliest local (-4, the
+log start: kafkad has no tiered storage), or the first offset at/after a timestamp.
+
+librdkafka sends -3 below v7 too (Kafka answers it at any version), so every version takes it. Answers
+never reach past the high watermark, as Kafka's fetchOffsetForTimestamp bounds them.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 EARLIEST = -2
 LATEST = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
 
 
 def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
@@ -24,6 +31,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
                         "error_code": int(code),
                         "timestamp": -1,
                         "offset": -1,
+                        "leader_epoch": -1,
                     }
                     for p in t["partitions"]
                 ],
@@ -33,7 +41,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     }
 
 
-@handler(ApiKey.LIST_OFFSETS, 1, 5, error_body=_error_body)
+@handler(ApiKey.LIST_OFFSETS, 1, 8, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     replicas = ctx.broker.replicas
     topics = []
@@ -53,13 +61,13 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                     raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 out["leader_epoch"] = part.leader_epoch
                 ts = p["timestamp"]
-                if ts == EARLIEST:
+                if ts in (EARLIEST, EARLIEST_LOCAL):
                     out["offset"] = part.log_start_offset
                 elif ts == LATEST:
                     out["offset"] = part.high_watermark
-                elif ts < 0:
+                elif ts < MAX_TIMESTAMP:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"timestamp {ts} is not supported")
-                else:
+                else:  # a timestamp, or MAX_TIMESTAMP
                     found = part.log.offset_for_timestamp(ts)
                     if found is not None and found[1] < part.high_watermark:
                         out["timestamp"], out["offset"] = found

@@ -1,5 +1,7 @@
 """Metadata (3) v0-8: brokers, cluster id, controller, topics with partitions; auto-creates topics.
 
+Authorized operations (v8) are the full sets when asked for (no authorizer), INT32_MIN otherwise.
+
 __consumer_offsets is created on demand by the group coordinator (groups/service.py): it is not
 listed while half made, and a request naming it creates it like Kafka does for internal topics
 (whatever auto.create.topics.enable says, if the request allows auto-creation).
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon import cluster_metadata
+from kafkad.daemon.authorized_operations import cluster_operations, topic_operations
 from kafkad.daemon.broker import INTERNAL_TOPICS, Broker, topic_name_error
 from kafkad.daemon.groups.config import OFFSETS_TOPIC
 from kafkad.daemon.groups.service import hidden_topics, ready_coordinator
@@ -19,7 +22,7 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 
-def _topic(broker: Broker, name: str) -> dict[str, Any]:
+def _topic(broker: Broker, name: str, operations: int) -> dict[str, Any]:
     parts = broker.replicas.partitions_of(name)
     partitions: list[dict[str, Any]] = [
         {
@@ -54,7 +57,7 @@ def _topic(broker: Broker, name: str) -> dict[str, Any]:
         "name": name,
         "is_internal": name in INTERNAL_TOPICS,
         "partitions": partitions,
-        "topic_authorized_operations": -2147483648,
+        "topic_authorized_operations": operations,
     }
 
 
@@ -70,11 +73,14 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     if cache is not None:  # cluster mode: the controller's view (once per request)
         return await cluster_metadata.metadata(ctx, cache, body)
     requested = body.get("topics")
+    ops = topic_operations(bool(body.get("include_topic_authorized_operations")))
     allow_auto = bool(body.get("allow_auto_topic_creation", True)) if ctx.version >= 4 else True
     topics: list[dict[str, Any]] = []
     hidden = hidden_topics(broker)
     if requested is None or (ctx.version == 0 and not requested):
-        topics = [_topic(broker, name) for name in sorted(broker.replicas.topics()) if name not in hidden]
+        topics = [
+            _topic(broker, name, ops) for name in sorted(broker.replicas.topics()) if name not in hidden
+        ]
     else:
         for entry in requested:
             name = entry.get("name") or ""
@@ -88,7 +94,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
                 continue
             if broker.replicas.has_topic(name):
-                topics.append(_topic(broker, name))
+                topics.append(_topic(broker, name, ops))
                 continue
             if topic_name_error(name):
                 topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
@@ -99,7 +105,9 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 topics.append(_error_topic(name, e.code))
                 continue
             topics.append(
-                _topic(broker, name) if created else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                _topic(broker, name, ops)
+                if created
+                else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             )
     host, port = broker.advertised_host_port(ctx.listener if ctx.session is not None else None)
     return {
@@ -110,5 +118,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         "cluster_id": broker.cluster_id,
         "controller_id": broker.broker_id,
         "topics": topics,
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": cluster_operations(
+            bool(body.get("include_cluster_authorized_operations"))
+        ),
     }

@@ -33,6 +33,7 @@ ADVERTISED = {
     4: (0, 5),  # LeaderAndIsr, StopReplica, UpdateMetadata: answered INVALID_REQUEST standalone
     5: (0, 3),
     6: (0, 7),
+    7: (0, 3),  # ControlledShutdown: answered by the controller (NOT_CONTROLLER standalone)
     18: (0, 3),
     19: (2, 4),
     20: (1, 3),

@@ -9,7 +9,8 @@ For each (api, version) in kafkad's ApiVersions answer:
 - no field is null where Kafka sends a value: a null is only accepted in fields Kafka itself leaves null
   (error messages on success, a broker without rack, ...). This is the class of difference that hid
   OFFSET_OUT_OF_RANGE from librdkafka (Fetch records null instead of empty).
-The list of advertised APIs must match the cases here, so a new API cannot go unchecked.
+The list of advertised client APIs must match the cases here, so a new API cannot go unchecked (the
+controller-to-broker APIs, LeaderAndIsr and friends, have no client codec to check them with).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ pytestmark = pytest.mark.integration
 
 Body = dict[str, Any]
 
+# Controller-to-broker APIs: no client sends them, kafka-python has no classes for them.
+INTER_BROKER = {4, 5, 6, 7, 56}
 # Nullable fields Kafka itself answers with null (so kafkad may too).
 NULL_OK = {
     "error_message",
@@ -323,10 +326,11 @@ def test_every_advertised_api_and_version_agrees_with_kafkas_schema(session_brok
         (s["api_key"], (s["min_version"], s["max_version"])) for s in load_handlers().api_versions()
     ], "ApiVersions must be exactly the handler registry"
     cases = _cases(topic, group)
-    assert sorted(cases) == sorted(ranges), "every advertised API needs a case here (and only those)"
+    client_facing = {k: r for k, r in ranges.items() if k not in INTER_BROKER}
+    assert sorted(cases) == sorted(client_facing), "every advertised API needs a case here (and only those)"
     problems: list[str] = []
     checked = 0
-    for key, (lo, hi) in ranges.items():
+    for key, (lo, hi) in client_facing.items():
         for v in range(lo, hi + 1):
             req_bytes, resp_bytes = conn.call(key, v, cases[key](v))
             req = _kp_decode(kp[(key, "request")], req_bytes, v)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.handlers import RequestContext, handler
-from kafkad.protocol import ApiKey, ErrorCode, Request
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 TopicPartition = tuple[str, int]
 
@@ -48,6 +48,10 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         for p in t["partitions"]
     }
     cluster = ctx.broker.services.get("cluster")
+    if cluster is not None and not hasattr(cluster, "alter_reassignments"):
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST, "partition reassignment is not available in cluster mode yet"
+        )
     if cluster is not None:
         codes = await cluster.alter_reassignments(asked)
         results = {tp: (codes.get(tp, ErrorCode.NONE), "") for tp in asked}

@@ -5,7 +5,8 @@ Topic resources: the operations apply to the topic's current overrides in order;
 list keys only (cleanup.policy) and start from the effective value (the broker default when not overridden),
 as Kafka's ConfigAdminManager does. The result is validated whole before anything is written.
 Standalone the overrides are stored by storage (LogManager.set_topic_overrides); in cluster mode the
-changed keys go to `broker.services["cluster"].alter_topic_configs` (None deletes a key).
+current ones are read from and the result written to ZooKeeper through `broker.services["cluster"]`
+(read_topic_configs / alter_topic_configs, which replaces the topic's whole config).
 Broker resources are refused (static configuration).
 """
 
@@ -90,23 +91,25 @@ def _topic_is_list(name: str) -> bool:
 
 
 async def _alter_topic(broker: Broker, topic: str, ops: Sequence[Mapping[str, Any]], validate: bool) -> None:
-    if not broker.replicas.has_topic(topic):
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist")
     lm = broker.log_manager
-    current = lm.topic_overrides(topic)
+    cluster = broker.services.get("cluster")
+    if cluster is not None:
+        current = await cluster.read_topic_configs(topic)  # ZooKeeper's /config/topics/<topic>
+    elif broker.replicas.has_topic(topic):
+        current = lm.topic_overrides(topic)
+    else:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist")
     effective = {k: v for k, v, _ in lm.default_log_config.describe()}
     changes = apply_ops(current, effective, ops, _topic_is_list)
-    new = merged(current, changes)
     for k, v in changes.items():
         if v is None and k not in TOPIC_CONFIGS:
             raise KafkaError(ErrorCode.INVALID_CONFIG, f"{k}: unknown topic config")
+    new = merged(current, changes)
     lm.default_log_config.with_overrides(new)  # INVALID_CONFIG naming the key
-    if validate or not changes:
-        return
-    cluster = broker.services.get("cluster")
     if cluster is not None:
-        await cluster.alter_topic_configs(topic, changes)
-    else:
+        # ClusterAdmin replaces the topic's whole config (it checks the topic exists)
+        await cluster.alter_topic_configs(topic, new, validate)
+    elif not validate and changes:
         await asyncio.get_running_loop().run_in_executor(None, lm.set_topic_overrides, topic, new)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.handlers import RequestContext, handler
-from kafkad.protocol import ApiKey, ErrorCode, Request
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 
 def _error_body(_request: Request, code: ErrorCode) -> Mapping[str, Any]:
@@ -21,6 +21,10 @@ def _error_body(_request: Request, code: ErrorCode) -> Mapping[str, Any]:
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     topics = request.body.get("topics")
     cluster = ctx.broker.services.get("cluster")
+    if cluster is not None and not hasattr(cluster, "list_reassignments"):
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST, "partition reassignment is not available in cluster mode yet"
+        )
     by_topic: dict[str, list[dict[str, Any]]] = {}
     if cluster is not None:
         asked = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]

@@ -71,7 +71,15 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     body = request.body
     cache = broker.services.get("metadata_cache")
     if cache is not None:  # cluster mode: the controller's view (once per request)
-        return await cluster_metadata.metadata(ctx, cache, body)
+        answer = await cluster_metadata.metadata(ctx, cache, body)
+        if body.get("include_topic_authorized_operations"):
+            for t in answer["topics"]:
+                if "partitions" in t and not t["error_code"]:
+                    t["topic_authorized_operations"] = topic_operations(True)
+        answer["cluster_authorized_operations"] = cluster_operations(
+            bool(body.get("include_cluster_authorized_operations"))
+        )
+        return answer
     requested = body.get("topics")
     ops = topic_operations(bool(body.get("include_topic_authorized_operations")))
     allow_auto = bool(body.get("allow_auto_topic_creation", True)) if ctx.version >= 4 else True

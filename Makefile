@@ -10,7 +10,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_TEST_PACKAGES := kcat libsystemd-dev pkg-config systemd rpm iproute2 openjdk-17-jre-headless zookeeper nftables iputils-ping
 # Spark binds the loopback address, not eth0's (environment.md).
 export SPARK_LOCAL_IP := 127.0.0.1
-TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/cluster tests/packaging tests/spark \
+TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/cluster tests/chaos tests/packaging tests/spark \
               tests/bench/test_bench_helpers.py
 
 .PHONY: install run test test-unit test-integration test-spark test-packaging deb-deps packages \

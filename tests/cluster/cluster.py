@@ -285,6 +285,13 @@ class KafkadCluster:
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         return self.zk.partition_state(topic, partition)
 
+    def leader_of(self, topic: str, partition: int) -> int | None:
+        s = self.zk.partition_state(topic, partition)
+        return s.leader if s is not None and s.leader >= 0 else None
+
+    def replicas_of(self, topic: str, partition: int) -> list[int]:
+        return self.zk.assignment(topic).get(partition, [])
+
     def wait_controller(self, timeout_s: float = 60.0, exclude: Sequence[int] = ()) -> int:
         """The controller's broker id once /controller names a broker not in `exclude`."""
 

@@ -291,7 +291,10 @@ class LogManager(LogManagerPasses):
             if d in self._unclean_dirs:
                 log.warning("log dir %s: no clean-shutdown marker (a partition failed): recovery at start", d)
                 continue
-            checkpoints.write_atomic(Path(d) / CLEAN_SHUTDOWN_FILE, b"")
+            try:
+                checkpoints.write_atomic(Path(d) / CLEAN_SHUTDOWN_FILE, b"")
+            except OSError as exc:  # a read-only or failed disk: the next start recovers, that is all
+                log.error("log dir %s: cannot write the clean-shutdown marker: %s", d, describe(exc))
         self._logs.clear()
         self._dir_of.clear()
         log.info("log manager shut down cleanly (%d partitions)", len(items))
@@ -305,15 +308,19 @@ class LogManager(LogManagerPasses):
             per_dir[off.log_dir].append((tp, off))
         for d, entries in per_dir.items():
             path = Path(d)
-            checkpoints.write_offsets(
-                path / RECOVERY_POINT_CHECKPOINT, {tp: p.recovery_point for tp, p in entries}
-            )
-            checkpoints.write_offsets(
-                path / LOG_START_OFFSET_CHECKPOINT, {tp: p.log_start_offset for tp, p in entries}
-            )
-            checkpoints.write_offsets(
-                path / REPLICATION_OFFSET_CHECKPOINT, {tp: p.high_watermark for tp, p in entries}
-            )
+            try:
+                checkpoints.write_offsets(
+                    path / RECOVERY_POINT_CHECKPOINT, {tp: p.recovery_point for tp, p in entries}
+                )
+                checkpoints.write_offsets(
+                    path / LOG_START_OFFSET_CHECKPOINT, {tp: p.log_start_offset for tp, p in entries}
+                )
+                checkpoints.write_offsets(
+                    path / REPLICATION_OFFSET_CHECKPOINT, {tp: p.high_watermark for tp, p in entries}
+                )
+            except OSError as exc:  # the other dirs still get theirs; this one recovers at start
+                self._unclean_dirs.add(d)
+                log.error("log dir %s: cannot write its checkpoints: %s", d, describe(exc))
 
     # ---- partitions and topics ------------------------------------------------------------------
 

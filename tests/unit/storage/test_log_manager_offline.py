@@ -171,3 +171,27 @@ def test_a_runtime_io_error_takes_the_partition_offline_and_its_dir_recovers(tmp
 def test_a_full_disk_is_transient() -> None:
     assert LogIOError("/x", OSError(28, "No space left on device")).transient
     assert not LogIOError("/x", OSError(5, "Input/output error")).transient
+
+
+def test_a_log_dir_that_cannot_be_written_at_shutdown_only_loses_its_marker(
+    tmp_path: Path, immutable: list[Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    lm = make(tmp_path)
+    for p in range(2):  # one partition per log dir (the fewest-partitions placement)
+        lm.create_partition("s", p).append(batch(5), leader_epoch=0, now_ms=0)
+    bad_dir, good_dir = lm.log_dir_of("s", 0), lm.log_dir_of("s", 1)
+    assert bad_dir is not None and good_dir is not None and bad_dir != good_dir
+    chattr_i(immutable, Path(bad_dir))  # no checkpoint, no marker can be created in it
+    with caplog.at_level(logging.ERROR):
+        lm.shutdown()  # used to raise: the checkpoints of the other dir and its marker were not written
+    assert any(bad_dir in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
+    assert (Path(good_dir) / CLEAN_SHUTDOWN_FILE).exists()
+    assert not (Path(bad_dir) / CLEAN_SHUTDOWN_FILE).exists()
+    subprocess.run(["chattr", "-i", bad_dir], check=True)
+    opener = RecordingOpener()
+    again = make(tmp_path, opener=opener)
+    assert {(r.topic, r.partition): r.recover for r in opener.requests} == {("s", 0): True, ("s", 1): False}
+    for p in range(2):
+        plog = again.get("s", p)
+        assert plog is not None and plog.log_end_offset == 5
+    again.shutdown()

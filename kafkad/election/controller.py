@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,9 @@ class ControllerSettings:
 
 
 Event = Callable[[], Awaitable[Any]]
+_TIMED_EVENTS = frozenset(
+    {"Startup", "Reelect", "ControllerChange", "BrokerChange", "ControlledShutdown", "TopicChange"}
+)
 
 
 class Controller:
@@ -129,10 +133,14 @@ class Controller:
             name, event, active_only = await self._queue.get()
             if active_only and not self.active:
                 continue
+            started = time.perf_counter()
             try:
                 await event()
                 if self.active and self.channel is not None and not self.ops.batch.empty():
                     self.ops.batch.send(self.channel)
+                took_ms = (time.perf_counter() - started) * 1000
+                if name in _TIMED_EVENTS and self.active:
+                    log.info("controller event %s took %.1f ms", name, took_ms)
             except ControllerMovedError as e:
                 log.warning("controller moved while processing %s: %s", name, e)
                 self._resign("controller moved")
@@ -371,6 +379,7 @@ class Controller:
         for tp, st in zip(list(changed), states, strict=True):
             if st is not None:
                 self.ctx.leaders[tp] = st
+        log.info("ISR changed for %d partitions (%d notifications)", len(changed), len(kids))
         self.ops.batch.add_update_metadata(self.ctx.live_ids, changed)
 
     # --- topic deletion ---------------------------------------------------------------------------------
@@ -476,7 +485,8 @@ class Controller:
         if got is None:
             return
         tps = [tp for tp in Z.PreferredReplicaElectionZNode.decode(got[0]) if tp in self.ctx.leaders]
-        await self.ops.preferred(tps)
+        written, failed = await self.ops.preferred(tps)
+        log.info("preferred replica election: %d moved, %d not possible", len(written), len(failed))
         with contextlib.suppress(NoNodeError):
             await self.ops.fenced([DeleteOp(Z.PREFERRED_REPLICA_ELECTION)])
         await self.zk.exists(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)

@@ -109,6 +109,11 @@ class PartitionOps:
         out: dict[TP, PartitionState] = {}
 
         async def one(tp: TP) -> None:
+            # As Kafka (doElectLeaderForPartitions, removeReplicasFromIsr): decide on the state as it is in
+            # ZooKeeper now, not as last seen: leaders change ISRs there and notify only later.
+            fresh = await self.read_state(tp)
+            if fresh is not None:
+                self.ctx.leaders[tp] = fresh
             for _ in range(5):
                 cur = self.ctx.leaders.get(tp)
                 if cur is None:

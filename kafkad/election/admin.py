@@ -262,11 +262,12 @@ class ClusterAdmin:
     async def elect_leaders(self, election_type: int, partitions: list[TP] | None) -> dict[TP, ErrorCode]:
         if self.controller is None or not self.controller.active:
             raise KafkaError(ErrorCode.NOT_CONTROLLER, "this broker is not the controller")
-        if election_type != PREFERRED:
-            raise KafkaError(
-                ErrorCode.INVALID_REQUEST, "only preferred leader election is supported on demand"
-            )
-        result: dict[TP, ErrorCode] = await self.controller.elect_preferred(partitions)
+        if election_type not in (PREFERRED, UNCLEAN):
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}")
+        elect = (
+            self.controller.elect_preferred if election_type == PREFERRED else self.controller.elect_unclean
+        )
+        result: dict[TP, ErrorCode] = await elect(partitions)
         return result
 
 

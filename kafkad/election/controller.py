@@ -27,7 +27,7 @@ from kafkad.election import znodes as Z
 from kafkad.election.channel import ControllerChannel
 from kafkad.election.context import TP, ControllerContext
 from kafkad.election.partition_ops import ControllerMovedError, PartitionOps
-from kafkad.election.state_machines import PartitionStateName, ReplicaStateName
+from kafkad.election.state_machines import Election, PartitionStateName, ReplicaStateName, offline_election
 from kafkad.election.zk_client import (
     BadVersionError,
     CreateOp,
@@ -475,6 +475,30 @@ class Controller:
             return out
 
         result: dict[TP, ErrorCode] = await self.call("PreferredLeaderElection", run)
+        return result
+
+    async def elect_unclean(self, tps: Sequence[TP] | None) -> dict[TP, ErrorCode]:
+        """ElectLeaders UNCLEAN: partitions without a live leader get one, from outside the ISR if need be."""
+
+        async def run() -> dict[TP, ErrorCode]:
+            ctx = self.ctx
+            live = self.ops.election_live()
+            wanted = list(ctx.leaders) if tps is None else list(tps)
+            out = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in wanted if tp not in ctx.leaders}
+            todo = [tp for tp in wanted if tp in ctx.leaders and ctx.leaders[tp].leader not in live]
+            out.update(
+                {tp: ErrorCode.ELECTION_NOT_NEEDED for tp in wanted if tp in ctx.leaders and tp not in todo}
+            )
+
+            def elector(tp: TP, cur: Z.PartitionState) -> Election | None:
+                return offline_election(ctx.assignment.get(tp, ()), cur.isr, live, True)
+
+            written, failed = await self.ops.elect(todo, elector)
+            out.update(dict.fromkeys(written, ErrorCode.NONE))
+            out.update(dict.fromkeys(failed, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE))
+            return out
+
+        result: dict[TP, ErrorCode] = await self.call("UncleanLeaderElection", run)
         return result
 
     def _watch_preferred(self, _event: WatchedEvent) -> None:

@@ -38,8 +38,11 @@ def tool_parser(prog: str, description: str) -> argparse.ArgumentParser:
         help="the broker(s) to connect to",
     )
     parser.add_argument(
-        "--zookeeper", help=argparse.SUPPRESS, default=None
-    )  # accepted only to explain why it is refused
+        "--zookeeper",
+        metavar="HOST:PORT[/CHROOT]",
+        default=None,
+        help="find the brokers through ZooKeeper (cluster mode) instead of --bootstrap-server",
+    )
     parser.add_argument(
         "--command-config",
         metavar="FILE",
@@ -52,10 +55,10 @@ def tool_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 def bootstrap_of(args: argparse.Namespace) -> str:
     """The --bootstrap-server value, or a ToolError explaining what to pass."""
-    if args.zookeeper is not None:
-        raise ToolError(
-            "--zookeeper is not supported: kafkad tools talk to the broker. Use --bootstrap-server HOST:PORT."
-        )
+    if args.zookeeper is not None and not args.bootstrap_server:
+        from kafkad.tools.zk_bootstrap import bootstrap_from_zookeeper
+
+        return bootstrap_from_zookeeper(args.zookeeper)
     value: str | None = args.bootstrap_server or os.environ.get("KAFKAD_BOOTSTRAP_SERVER")
     if not value:
         raise ToolError('Missing required argument "[bootstrap-server]"')

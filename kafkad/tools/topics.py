@@ -39,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partitions", type=int, help="The number of partitions for the topic.")
     p.add_argument("--replication-factor", type=int, help="The replication factor for each partition.")
     p.add_argument(
+        "--replica-assignment",
+        metavar="B1:B2,B3:B4",
+        help="Explicit replicas per partition (partitions separated by commas, replicas by colons).",
+    )
+    p.add_argument(
         "--config", action="append", default=[], metavar="NAME=VALUE", help="A topic config override."
     )
     p.add_argument("--if-not-exists", action="store_true", help="With --create: only create if absent.")
@@ -71,10 +76,30 @@ def check_args(args: argparse.Namespace) -> None:
         raise ToolError("--config is only valid with --create; use kafkad-configs --alter to change configs")
     if args.if_not_exists and action != "create":
         raise ToolError('Option "[if-not-exists]" can\'t be used with option "[' + action + ']"')
+    if args.replica_assignment is not None:
+        if action != "create":
+            raise ToolError('Option "[replica-assignment]" can\'t be used with option "[' + action + ']"')
+        if args.partitions is not None or args.replication_factor is not None:
+            raise ToolError(
+                "--replica-assignment cannot be combined with --partitions or --replication-factor"
+            )
     if args.partitions is not None and args.partitions < 1:
         raise ToolError("The partitions must be greater than 0")
     if args.replication_factor is not None and args.replication_factor < 1:
         raise ToolError("The replication factor must be greater than 0")
+
+
+def replica_assignment(text: str | None) -> list[dict[str, Any]]:
+    """TopicCommand's --replica-assignment "1:2,2:3" as CreateTopics assignments."""
+    if not text:
+        return []
+    try:
+        return [
+            {"partition_index": i, "broker_ids": [int(b) for b in part.split(":")]}
+            for i, part in enumerate(text.split(","))
+        ]
+    except ValueError:
+        raise ToolError(f"Invalid --replica-assignment '{text}': expected broker ids like 1:2,2:3") from None
 
 
 def create(client: KafkaClient, args: argparse.Namespace) -> None:
@@ -90,7 +115,7 @@ def create(client: KafkaClient, args: argparse.Namespace) -> None:
                 "name": args.topic,
                 "num_partitions": partitions,
                 "replication_factor": rf,
-                "assignments": [],
+                "assignments": replica_assignment(args.replica_assignment),
                 "configs": [{"name": k, "value": v} for k, v in configs.items()],
             }
         ],

@@ -30,6 +30,8 @@ class ConfigSource(Enum):
     DEFAULT = "default"
     FILE = "file"
     OVERRIDE = "override"
+    DYNAMIC_DEFAULT = "dynamic default broker config"  # kafkad-configs --entity-default --alter
+    DYNAMIC_BROKER = "dynamic broker config"  # kafkad-configs --entity-name <id> --alter
 
 
 _INT32 = (-(2**31), 2**31 - 1)

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkad.daemon.config import BrokerConfig
-from kafkad.daemon.config_defs import ConfigType, render_value
+from kafkad.daemon.config import BrokerConfig, Setting
+from kafkad.daemon.config_defs import ConfigSource, ConfigType, render_value
 from kafkad.daemon.config_table import KEYS
+from kafkad.daemon.dynamic_config import DYNAMIC_KEYS
 from kafkad.protocol.config_resources import DescribeConfigSource as DescribeSource
+
+_SOURCES = {
+    ConfigSource.DEFAULT: DescribeSource.DEFAULT_CONFIG,
+    ConfigSource.DYNAMIC_DEFAULT: DescribeSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    ConfigSource.DYNAMIC_BROKER: DescribeSource.DYNAMIC_BROKER_CONFIG,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +28,13 @@ class DescribedConfig:
     doc: str
 
 
+def describe_source(setting: Setting) -> DescribeSource:
+    """DescribeConfigs' source of a broker setting, from where its value came."""
+    return _SOURCES.get(setting.origin.source, DescribeSource.STATIC_BROKER_CONFIG)
+
+
 def describe_broker(config: BrokerConfig) -> list[DescribedConfig]:
-    """The broker resource of DescribeConfigs: every key in the table (all read-only: no dynamic config)."""
+    """The broker resource of DescribeConfigs: every key in the table; the dynamic ones are not read-only."""
     rows = []
     for key in KEYS:
         s = config.settings[key.name]
@@ -31,9 +43,9 @@ def describe_broker(config: BrokerConfig) -> list[DescribedConfig]:
             DescribedConfig(
                 name=key.name,
                 value=None if sensitive else s.text,
-                read_only=True,
+                read_only=key.name not in DYNAMIC_KEYS,
                 is_default=s.is_default,
-                source=DescribeSource.DEFAULT_CONFIG if s.is_default else DescribeSource.STATIC_BROKER_CONFIG,
+                source=describe_source(s),
                 is_sensitive=sensitive,
                 doc=key.doc,
             )

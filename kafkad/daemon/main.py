@@ -135,6 +135,8 @@ def _start_cleaner(config: BrokerConfig, log_manager: LogManager, clock: Clock) 
 
 
 async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Event | None = None) -> int:
+    from kafkad.daemon.dynamic_config import SERVICE_KEY as DYNAMIC_SERVICE
+    from kafkad.daemon.dynamic_config import DynamicBrokerConfig, load_layered
     from kafkad.daemon.health import OpsRuntime
     from kafkad.storage.disk_budget import everything_shipped
     from kafkad.storage.log_manager import LogManager
@@ -163,6 +165,9 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     broker_id, cluster_id = await loop.run_in_executor(
         None, lambda: ensure_meta_properties(dirs, config.server.broker_id, **meta)
     )
+    # Dynamic broker configs (kafkad-configs --entity-type brokers --alter) win over server.properties.
+    static_config = config
+    config, dyn_store, dyn_entities = await loop.run_in_executor(None, load_layered, static_config, broker_id)
     gate = _bridge_gate(config)
     log_manager = LogManager(
         config.log_manager_config(),
@@ -181,6 +186,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     await loop.run_in_executor(None, producer_ids.load)
     broker = Broker(config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id)
     broker.services["metrics"] = ops.metrics
+    broker.services[DYNAMIC_SERVICE] = DynamicBrokerConfig(broker, static_config, dyn_store, dyn_entities)
     from kafkad.security.runtime import SecurityRuntime
 
     security = SecurityRuntime(config.security, Path(dirs[0]))
@@ -281,6 +287,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     if security.tls is not None:
         tasks.append(loop.create_task(security.tls.watch()))
     cleaner = _start_cleaner(config, log_manager, clock)
+    broker.services["cleaner"], broker.services["bridge"] = cleaner, bridge  # live dynamic configs
 
     await stop.wait()
     log.info("shutting down")

@@ -32,6 +32,7 @@ deleting a segment (shipped = the segment's end is at or below the shipped posit
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import mmap
 import os
@@ -109,16 +110,7 @@ class Shipper:
         self._ends: dict[tuple[str, int, int], int] = {}  # closed segment -> its end, from the last pass
         self._roll_requested: set[tuple[str, int, int]] = set()
         self._thread: threading.Thread | None = None
-        self._bucket = (
-            TokenBucket(
-                config.rate_limit_bytes_per_sec,
-                chunk_size_for(config.rate_limit_bytes_per_sec, config.copy_chunk_bytes),
-                self._clock,
-                self._sleep,
-            )
-            if config.rate_limit_bytes_per_sec > 0
-            else None
-        )
+        self._bucket = self._new_bucket(config)
         self.bytes_shipped = 0
         self.segments_shipped = 0
         self.failures = 0
@@ -138,6 +130,17 @@ class Shipper:
         return any(p.fullmatch(topic) for p in self._patterns)
 
     # --- lifecycle ----------------------------------------------------------------------------
+    def _new_bucket(self, config: ShipperConfig) -> TokenBucket | None:
+        rate = config.rate_limit_bytes_per_sec
+        if rate <= 0:
+            return None
+        return TokenBucket(rate, chunk_size_for(rate, config.copy_chunk_bytes), self._clock, self._sleep)
+
+    def set_rate_limit(self, rate_bytes_per_sec: int) -> None:
+        """A new bandwidth cap (-1: none), live (a dynamic broker config); the next chunk copied obeys it."""
+        self.config = dataclasses.replace(self.config, rate_limit_bytes_per_sec=rate_bytes_per_sec)
+        self._bucket = self._new_bucket(self.config)
+
     def start(self) -> None:
         """Start the worker thread (call once)."""
         self._thread = threading.Thread(target=self._run, name="kafkad-bridge-shipper", daemon=True)

@@ -453,6 +453,14 @@ class LogManager(LogManagerPasses):
         self._apply_overrides(topic, dict(overrides), config)
         return config
 
+    def set_default_log_config(self, config: LogConfig) -> None:
+        """Loop-safe (no I/O): new broker-level topic defaults (a dynamic broker config); every open log
+        takes them, under its topic's overrides."""
+        self.default_log_config = config
+        for (topic, _p), plog in self._logs.items():
+            overrides = self._overrides.get(topic)
+            plog.config = config.with_overrides(overrides) if overrides else config
+
     def _apply_overrides(self, topic: str, overrides: dict[str, str], config: LogConfig) -> None:
         """Blocking: persist in every partition dir of the topic, then switch its logs to `config`.
 

@@ -1,4 +1,5 @@
-"""AlterConfigs (33) v0-1: replace a topic's overrides (persisted by storage); broker config is static."""
+"""AlterConfigs (33) v0-1: replace a topic's overrides (persisted by storage) or a broker entity's dynamic
+configs (daemon/dynamic_config.py: live keys only, others refused as Kafka does)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,27 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from kafkad.daemon.broker import Broker
+from kafkad.daemon.dynamic_config import SERVICE_KEY as DYNAMIC_SERVICE
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.protocol.config_resources import ResourceType
 
 TOPIC = ResourceType.TOPIC
 BROKER = ResourceType.BROKER
+
+
+async def _alter_broker(broker: Broker, name: str, configs: list[dict[str, Any]], validate: bool) -> None:
+    """Legacy AlterConfigs replaces the entity's whole dynamic set (what kafkad-configs --alter sends)."""
+    dynamic = broker.services.get(DYNAMIC_SERVICE)
+    if dynamic is None:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "dynamic broker configs are not available")
+    new: dict[str, str] = {}
+    for c in configs:
+        if c["value"] is None:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for : {c['name']}")
+        new[c["name"]] = c["value"]
+    await dynamic.replace(dynamic.entity(name), new, validate)
 
 
 @handler(ApiKey.ALTER_CONFIGS, 0, 1)
@@ -32,10 +48,9 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         }
         try:
             if rtype == BROKER:
-                raise KafkaError(
-                    ErrorCode.INVALID_REQUEST,
-                    "broker configs are static in kafkad: edit server.properties and restart",
-                )
+                await _alter_broker(broker, rname, res["configs"], validate_only)
+                responses.append(out)
+                continue
             if rtype != TOPIC:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
             if cluster is not None:  # /config/topics + a /config/changes notification every broker applies

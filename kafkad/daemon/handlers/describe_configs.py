@@ -1,4 +1,5 @@
-"""DescribeConfigs (32) v1-2: topic (overrides + broker defaults, with their source) and broker (the table)."""
+"""DescribeConfigs (32) v1-2: topic (overrides + broker defaults, with their source), broker (the table,
+dynamic values with their dynamic source) and the broker default entity (its dynamic keys only)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.broker import Broker
-from kafkad.daemon.config_docs import describe_broker
+from kafkad.daemon.config_docs import describe_broker, describe_source
+from kafkad.daemon.dynamic_config import DEFAULT_ENTITY
+from kafkad.daemon.dynamic_config import SERVICE_KEY as DYNAMIC_SERVICE
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.protocol.config_resources import DescribeConfigSource as DescribeSource
@@ -44,7 +47,7 @@ def _topic_configs(broker: Broker, topic: str, synonyms: bool) -> list[dict[str,
             source = DescribeSource.DYNAMIC_TOPIC_CONFIG
             syn.append({"name": key, "value": overrides[key], "source": int(source)})
         elif setting is not None and not setting.is_default:
-            source = DescribeSource.STATIC_BROKER_CONFIG
+            source = describe_source(setting)
         else:
             source = DescribeSource.DEFAULT_CONFIG
         if setting is not None and not setting.is_default:
@@ -52,7 +55,7 @@ def _topic_configs(broker: Broker, topic: str, synonyms: bool) -> list[dict[str,
                 {
                     "name": setting.key.name,
                     "value": setting.text,
-                    "source": int(DescribeSource.STATIC_BROKER_CONFIG),
+                    "source": int(describe_source(setting)),
                 }
             )
         rows.append(_entry(key, value, False, source, syn if synonyms else []))
@@ -61,6 +64,16 @@ def _topic_configs(broker: Broker, topic: str, synonyms: bool) -> list[dict[str,
 
 def _broker_configs(broker: Broker) -> list[dict[str, Any]]:
     return [_entry(r.name, r.value, r.read_only, r.source, []) for r in describe_broker(broker.config)]
+
+
+def _default_entity_configs(broker: Broker) -> list[dict[str, Any]]:
+    """The cluster-wide dynamic default (resource name ""): only its own keys, as Kafka describes it."""
+    dynamic = broker.services.get(DYNAMIC_SERVICE)
+    configs = dynamic.configs_of(DEFAULT_ENTITY) if dynamic is not None else {}
+    return [
+        _entry(k, v, False, DescribeSource.DYNAMIC_DEFAULT_BROKER_CONFIG, [])
+        for k, v in sorted(configs.items())
+    ]
 
 
 @handler(ApiKey.DESCRIBE_CONFIGS, 1, 2)
@@ -83,7 +96,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             elif rtype == BROKER:
                 if rname not in ("", str(broker.broker_id)):
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"broker {rname} is not this broker")
-                rows = _broker_configs(broker)
+                rows = _default_entity_configs(broker) if rname == "" else _broker_configs(broker)
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
             keys = res.get("configuration_keys")

@@ -7,7 +7,8 @@ as Kafka's ConfigAdminManager does. The result is validated whole before anythin
 Standalone the overrides are stored by storage (LogManager.set_topic_overrides); in cluster mode the
 current ones are read from and the result written to ZooKeeper through `broker.services["cluster"]`
 (read_topic_configs / alter_topic_configs, which replaces the topic's whole config).
-Broker resources are refused (static configuration).
+Broker resources ("" = the cluster-wide default, or this broker's id) change the dynamic broker configs
+(daemon/dynamic_config.py): the live keys only, applied at once; others are refused as Kafka does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from enum import IntEnum
 from typing import Any
 
 from kafkad.daemon.broker import Broker
+from kafkad.daemon.config_defs import ConfigType as BrokerConfigType
+from kafkad.daemon.config_table import KEYS_BY_NAME
+from kafkad.daemon.dynamic_config import SERVICE_KEY as DYNAMIC_SERVICE
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.protocol.config_resources import ResourceType
@@ -114,9 +118,19 @@ async def _alter_topic(broker: Broker, topic: str, ops: Sequence[Mapping[str, An
 
 
 async def _alter_broker(broker: Broker, name: str, ops: Sequence[Mapping[str, Any]], validate: bool) -> None:
-    raise KafkaError(
-        ErrorCode.INVALID_REQUEST, "broker configs are static in kafkad: edit server.properties and restart"
-    )
+    dynamic = broker.services.get(DYNAMIC_SERVICE)
+    if dynamic is None:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "dynamic broker configs are not available")
+    entity = dynamic.entity(name)
+    current = dynamic.configs_of(entity)
+    effective = {k: s.text or "" for k, s in broker.config.settings.items()}
+    changes = apply_ops(current, effective, ops, _broker_is_list)
+    await dynamic.replace(entity, merged(current, changes), validate)
+
+
+def _broker_is_list(name: str) -> bool:
+    key = KEYS_BY_NAME.get(name)
+    return key is not None and key.type is BrokerConfigType.LIST
 
 
 @handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1)

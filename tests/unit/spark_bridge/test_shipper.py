@@ -173,13 +173,18 @@ def test_read_only_landing_is_retried(tmp_path: Path) -> None:
     assert sh.failures == 4 and len(_visible(landing)) == 6
 
 
-def test_rate_limit_holds_within_ten_percent(tmp_path: Path) -> None:
+def _big_partition(tmp_path: Path) -> tuple[Path, Path]:
     logs = tmp_path / "logs"
     landing = tmp_path / "landing"
     landing.mkdir()
     write_partition(
         logs, "big", 0, segments=2, batches_per_segment=30, records_per_batch=100, codecs=(Compression.NONE,)
     )
+    return logs, landing
+
+
+def test_rate_limit_holds_within_ten_percent(tmp_path: Path) -> None:
+    logs, landing = _big_partition(tmp_path)
     clock = ManualClock()
     rate = 50_000
     sh = _shipper(logs, landing, clock, rate_limit_bytes_per_sec=rate)
@@ -189,6 +194,23 @@ def test_rate_limit_holds_within_ten_percent(tmp_path: Path) -> None:
     assert sh.bytes_shipped > 10 * 4096
     achieved = sh.bytes_shipped / elapsed_s
     assert abs(achieved - rate) / rate < 0.10, achieved
+
+
+def test_rate_limit_changes_live(tmp_path: Path) -> None:
+    """A dynamic broker config (bridge.rate.limit.bytes.per.sec) reaches a running shipper: unlimited ->
+    a cap that the next copy holds -> unlimited again."""
+    logs, landing = _big_partition(tmp_path)
+    clock = ManualClock()
+    sh = _shipper(logs, landing, clock)
+    rate = 50_000
+    sh.set_rate_limit(rate)
+    assert sh.config.rate_limit_bytes_per_sec == rate
+    start = clock.monotonic_ms()
+    sh.run_once()
+    achieved = sh.bytes_shipped / ((clock.monotonic_ms() - start) / 1000)
+    assert sh.bytes_shipped > 10 * 4096 and abs(achieved - rate) / rate < 0.10, achieved
+    sh.set_rate_limit(-1)
+    assert sh._bucket is None
 
 
 def test_old_active_segment_is_rolled_once(tmp_path: Path) -> None:

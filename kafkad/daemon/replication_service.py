@@ -85,6 +85,9 @@ async def start_replication(broker: Broker) -> ReplicationService:
         return cluster.topic_overrides(topic) if cluster is not None else None  # type: ignore[no-any-return]
 
     replicas.topic_overrides = topic_overrides
+    from kafkad.daemon.groups.ownership import install
+
+    install(broker)  # the group coordinator follows __consumer_offsets leadership
     service = ReplicationService(broker, fetchers, cache)
     loop = asyncio.get_running_loop()
     lag_ms = int(broker.config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]

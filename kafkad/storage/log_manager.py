@@ -98,6 +98,7 @@ class LogManager(LogManagerPasses):
         self._pending: list[_Pending] = []
         self._freed: list[_Freed] = []
         self._lock = threading.Lock()  # load() and the loop may both queue deletions
+        self._checkpoint_lock = threading.Lock()
         self.budget = BudgetState()
         # Spark bridge metrics: segments retention kept only because they are unshipped (last pass),
         # and unshipped segments the disk budget had to delete anyway (since start).
@@ -300,7 +301,12 @@ class LogManager(LogManagerPasses):
         log.info("log manager shut down cleanly (%d partitions)", len(items))
 
     def checkpoint_all(self) -> None:
-        """Blocking: call in executor. Write the three offset checkpoints of every log dir."""
+        """Blocking: call in executor. Write the three offset checkpoints of every log dir (serialized:
+        the storage and the replication timers both call it, and two writers would share a temp file)."""
+        with self._checkpoint_lock:
+            self._checkpoint_all()
+
+    def _checkpoint_all(self) -> None:
         per_dir: dict[str, list[tuple[TopicPartition, Offsets]]] = {d: [] for d in self._dirs}
         for tp, plog in list(self._logs.items()):
             per_dir[self._dir_of[tp]].append((tp, plog))

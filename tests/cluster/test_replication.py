@@ -195,3 +195,77 @@ def test_two_of_three_down_acks_all_refused_acks_1_works(
 
     assert produce_one("all") == "NOT_ENOUGH_REPLICAS"
     assert produce_one("1") is None
+
+
+def test_group_coordinator_follows_offsets_leadership(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    c = kafkad_cluster(
+        zk_server.connect_string,
+        3,
+        overrides={**OVERRIDES, "offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "3"},
+    )
+    c.wait_registered([1, 2, 3], timeout_s=30)
+    c.wait_controller(timeout_s=30)
+    assert create_topic(c.bootstrap.split(",")[0], TOPIC, 1, 3)["error_code"] == 0
+    c.wait_until(
+        lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s, 30, "full ISR"
+    )
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+    for i in range(100):
+        p.produce(TOPIC, value=b"m%03d" % i, partition=0)
+    assert p.flush(30) == 0
+
+    def consume(n: int, commit: bool) -> list[int]:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": c.bootstrap,
+                "group.id": "g1",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": 6000,
+            }
+        )
+        try:
+            consumer.subscribe([TOPIC])
+            got: list[int] = []
+            deadline = time.monotonic() + 60
+            while len(got) < n and time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is not None and not msg.error():
+                    got.append(msg.offset())
+            if commit and got:
+                consumer.commit(offsets=[TopicPartition(TOPIC, 0, got[-1] + 1)], asynchronous=False)
+            return got
+        finally:
+            consumer.close()
+
+    first = consume(50, commit=True)
+    assert first[:1] == [0] and len(first) >= 50
+    committed = first[-1] + 1
+    # the coordinator is the leader of the group's __consumer_offsets partition; wait until its three
+    # replicas are in sync (the commit replicated), then kill it
+    from kafkad.daemon.groups.records import partition_for
+
+    gp = partition_for("g1", 3)
+    c.wait_until(
+        lambda: (s := c.partition_state("__consumer_offsets", gp)) is not None and len(s.isr) == 3 and s,
+        30,
+        "offsets partition ISR",
+    )
+    coordinator = c.wait_leader("__consumer_offsets", gp, timeout_s=30).leader
+    c.wait_until(
+        lambda: (
+            (
+                (got := {replica_bytes(c, b, "__consumer_offsets", gp) for b in c.ids}) != {b""}
+                and len(got) == 1
+            )
+            or None
+        ),
+        30,
+        "the commit on every replica",
+    )
+    c.kill9(coordinator)
+    c.wait_leader("__consumer_offsets", gp, timeout_s=30, exclude=[coordinator])
+    second = consume(10, commit=False)
+    assert second[:1] == [committed], (committed, second[:5])

@@ -319,20 +319,32 @@ class GroupCoordinator(MembershipCoordinator):
             self._expiry_timer.cancel()
             self._expiry_timer = None
         for group in self.groups.values():
-            for m in group.members.values():
-                if m.heartbeat_timer is not None:
-                    m.heartbeat_timer.cancel()
-                # parked requests must not hold up the broker's drain: send them elsewhere
-                if m.join_callback is not None:
-                    callback, m.join_callback = m.join_callback, None
-                    callback(JoinResult(ErrorCode.NOT_COORDINATOR, m.member_id))
-                if m.sync_callback is not None:
-                    sync_callback, m.sync_callback = m.sync_callback, None
-                    sync_callback(SyncResult(ErrorCode.NOT_COORDINATOR))
-            if group.join_timer is not None:
-                group.join_timer.cancel()
-            for timer in group.pending_members.values():
-                timer.cancel()
+            self._release(group)
+
+    def unload_groups(self, group_ids: Iterable[str]) -> None:
+        """Another broker coordinates these groups now (cluster mode): forget them, answering their parked
+        Join/Sync requests with NOT_COORDINATOR."""
+        for group_id in group_ids:
+            group = self.groups.pop(group_id, None)
+            if group is not None:
+                self._release(group)
+
+    @staticmethod
+    def _release(group: Group) -> None:
+        for m in group.members.values():
+            if m.heartbeat_timer is not None:
+                m.heartbeat_timer.cancel()
+            # parked requests must not hold up the broker's drain: send them elsewhere
+            if m.join_callback is not None:
+                callback, m.join_callback = m.join_callback, None
+                callback(JoinResult(ErrorCode.NOT_COORDINATOR, m.member_id))
+            if m.sync_callback is not None:
+                sync_callback, m.sync_callback = m.sync_callback, None
+                sync_callback(SyncResult(ErrorCode.NOT_COORDINATOR))
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+        for timer in group.pending_members.values():
+            timer.cancel()
 
     def expire_offsets(self) -> int:
         """Drop expired offsets of Empty groups and remove groups left with nothing; count them."""

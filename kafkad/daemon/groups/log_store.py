@@ -69,6 +69,8 @@ class PartitionLike(Protocol):
     def log_start_offset(self) -> int: ...
     @property
     def log_end_offset(self) -> int: ...
+    @property
+    def is_leader(self) -> bool: ...
     def append_as_leader(self, records: memoryview, *, now_ms: int, required_acks: int) -> Any: ...
 
 
@@ -97,7 +99,15 @@ class LogGroupStore:
     topic that holds data (the hash must match where the data is).
     """
 
-    def __init__(self, replicas: ReplicasLike, clock: Clock, num_partitions: int, segment_bytes: int) -> None:
+    def __init__(
+        self,
+        replicas: ReplicasLike,
+        clock: Clock,
+        num_partitions: int,
+        segment_bytes: int,
+        *,
+        cluster: bool = False,
+    ) -> None:
         self.replicas = replicas
         self.clock = clock
         self.segment_bytes = segment_bytes
@@ -105,6 +115,10 @@ class LogGroupStore:
         # record key -> (its last one-record batch, that batch's value size)
         self._templates: dict[bytes, tuple[bytes, int]] = {}
         self._creating: asyncio.Future[None] | None = None
+        if cluster:  # the controller creates the topic (cluster_metadata.py); never created here
+            self.num_partitions = num_partitions
+            self.ready = True
+            return
         existing = _partition_count(replicas)
         if existing and existing != num_partitions and not self._all_empty(existing):
             log.warning(
@@ -209,9 +223,9 @@ class LogGroupStore:
         """Every record of every partition, oldest first (blocking reads; small on appliances)."""
         for index in range(self.num_partitions):
             part = self.replicas.get(OFFSETS_TOPIC, index)
-            if part is None:
+            if part is None or not part.is_leader:  # cluster mode: groups/ownership.py loads on election
                 continue
-            yield from _replay_partition(part)
+            yield from replay_partition(part)
 
 
 _RECORD_HEAD = b"\x00\x00"  # attributes 0, timestamp delta 0 (every record has the batch timestamp)
@@ -252,7 +266,8 @@ def _offsets_batch(records: Sequence[KeyValue], timestamp: int) -> bytearray:
     return buf
 
 
-def _replay_partition(part: PartitionLike) -> Iterator[KeyValue]:
+def replay_partition(part: PartitionLike) -> Iterator[KeyValue]:
+    """Every record of one partition, oldest first (blocking reads)."""
     offset = part.log_start_offset
     end = part.log_end_offset
     while offset < end:

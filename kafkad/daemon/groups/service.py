@@ -52,7 +52,11 @@ def _build(broker: Broker) -> tuple[GroupCoordinator, LogGroupStore]:
     cfg = group_config(broker.config.group)
     replicas = broker.replicas
     store = LogGroupStore(
-        replicas, broker.clock, cfg.offsets_topic_num_partitions, cfg.offsets_topic_segment_bytes
+        replicas,
+        broker.clock,
+        cfg.offsets_topic_num_partitions,
+        cfg.offsets_topic_segment_bytes,
+        cluster=not broker.config.standalone,
     )
     coordinator = GroupCoordinator(
         cfg,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafkad.daemon.groups.ownership import group_error
 from kafkad.daemon.groups.service import coordinator_for
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
@@ -21,7 +22,9 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
 @handler(ApiKey.DELETE_GROUPS, 0, 1, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     names = [g or "" for g in request.body["groups_names"] or []]
-    results = coordinator_for(ctx.broker).delete_groups(names)
+    elsewhere = {g: code for g in names if (code := group_error(ctx.broker, g)) is not None}
+    results = coordinator_for(ctx.broker).delete_groups([g for g in names if g not in elsewhere])
+    results.update(elsewhere)
     return {
         "throttle_time_ms": 0,
         "results": [{"group_id": g, "error_code": int(results[g])} for g in names],

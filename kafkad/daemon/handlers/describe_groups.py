@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.authorized_operations import group_operations
+from kafkad.daemon.groups.group import GroupState, GroupSummary
+from kafkad.daemon.groups.ownership import group_error
 from kafkad.daemon.groups.service import coordinator_for
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, Request
@@ -19,6 +21,9 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     groups = []
     for group_id in request.body["groups"] or []:
         error, s = coordinator.describe_group(group_id or "")
+        elsewhere = group_error(ctx.broker, group_id or "")
+        if elsewhere is not None:  # cluster mode: coordinated by another broker
+            error, s = elsewhere, GroupSummary(group_id or "", GroupState.DEAD, "", "", ())
         groups.append(
             {
                 "error_code": int(error),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafkad.daemon.groups.ownership import check_coordinator
 from kafkad.daemon.groups.service import coordinator_for
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, Request
@@ -13,6 +14,7 @@ from kafkad.protocol import ApiKey, Request
 @handler(ApiKey.HEARTBEAT, 0, 3)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
+    check_coordinator(ctx.broker, b["group_id"] or "")
     error = coordinator_for(ctx.broker).heartbeat(
         b["group_id"] or "", b["generation_id"], b["member_id"] or "", b.get("group_instance_id")
     )

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import JoinRequest, JoinResult, Protocol
+from kafkad.daemon.groups.ownership import check_coordinator
 from kafkad.daemon.groups.service import ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
@@ -57,6 +58,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         protocols=tuple(Protocol(p["name"], bytes(p["metadata"] or b"")) for p in b["protocols"]),
         require_known_member_id=ctx.version >= 4 and instance is None,
     )
+    check_coordinator(ctx.broker, req.group_id)
     coordinator = await ready_coordinator(ctx.broker)  # the first join may create the offsets topic
     fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import OffsetCommit
+from kafkad.daemon.groups.ownership import check_coordinator
 from kafkad.daemon.groups.service import coordinator_if_ready, ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
@@ -32,6 +33,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
 @handler(ApiKey.OFFSET_COMMIT, 2, 7, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
+    check_coordinator(ctx.broker, b["group_id"] or "")
     coordinator = coordinator_if_ready(ctx.broker) or await ready_coordinator(ctx.broker)
     topics = b["topics"] or []
     offsets: dict[tuple[str, int], OffsetCommit] = {}

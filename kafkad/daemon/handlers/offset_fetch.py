@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafkad.daemon.groups.ownership import check_coordinator
 from kafkad.daemon.groups.service import coordinator_for
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
@@ -17,6 +18,7 @@ def _error_body(_request: Request, code: ErrorCode) -> Mapping[str, Any]:
 @handler(ApiKey.OFFSET_FETCH, 1, 5, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
+    check_coordinator(ctx.broker, b["group_id"] or "")
     asked = b.get("topics")
     partitions = (
         None if asked is None else [(t["name"], p) for t in asked for p in t["partition_indexes"] or []]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import SyncResult
+from kafkad.daemon.groups.ownership import check_coordinator
 from kafkad.daemon.groups.service import coordinator_for
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, Request
@@ -16,6 +17,7 @@ from kafkad.protocol import ApiKey, Request
 @handler(ApiKey.SYNC_GROUP, 0, 3)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
+    check_coordinator(ctx.broker, b["group_id"] or "")
     fut: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
 
     def respond(result: SyncResult) -> None:

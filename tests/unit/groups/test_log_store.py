@@ -48,6 +48,7 @@ class _Log:
 class _Partition:
     log: _Log = field(default_factory=_Log)
     log_start_offset: int = 0
+    is_leader: bool = True
 
     @property
     def log_end_offset(self) -> int:

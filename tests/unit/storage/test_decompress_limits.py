@@ -304,7 +304,7 @@ def test_offsets_replay_skips_an_undecodable_batch_and_keeps_going(
     data = bomb_batch(Compression.LZ4, lz4_bomb(8 * LIMIT)) + good
     part = _Partition(_Log(data), 0, 1001)
     with caplog.at_level(logging.WARNING, logger="kafkad.daemon.groups.log_store"):
-        replayed: Iterator[tuple[bytes, bytes | None]] = log_store._replay_partition(part)
+        replayed: Iterator[tuple[bytes, bytes | None]] = log_store.replay_partition(part)
         assert list(replayed) == [(b"a", b"1")]
     assert "offsets 0-999 cannot be decoded, skipped" in caplog.text
 

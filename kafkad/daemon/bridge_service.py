@@ -6,7 +6,9 @@ the `Shipper` over a `LogManagerSegmentSource` on the running loop, attaches it 
 its worker thread. `BridgeService.close` stops the thread in an executor, before the logs close.
 
 The gate answers "may retention / the disk budget delete this segment?": yes for topics the bridge
-does not ship, otherwise only once the shipper checkpointed it (nothing is shipped before `attach`).
+does not ship, otherwise only once the segment's end is at or below the partition's shipped position
+(nothing is shipped before `attach`). Standalone, positions live in `bridge-shipped-offsets` in the
+first log dir; in cluster mode in ZooKeeper (`zk_position.py`), and only partition leaders ship.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from kafkad.daemon.config import BridgeConfig
 from kafkad.spark_bridge.landing import open_landing
-from kafkad.spark_bridge.position import LocalPositionStore
+from kafkad.spark_bridge.position import LocalPositionStore, ShippedPositionStore
 from kafkad.spark_bridge.segment_source import LogManagerSegmentSource
 from kafkad.spark_bridge.shipper import Shipper, ShipperConfig, ShipResult
 
 if TYPE_CHECKING:
+    from kafkad.election.zk_client import ZkClient
+    from kafkad.replication.manager import ReplicaManager
     from kafkad.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -82,8 +86,13 @@ def start_bridge(
     loop: asyncio.AbstractEventLoop,
     registry: CollectorRegistry | None = None,
     status: Callable[[str], None] | None = None,
+    cluster: tuple[ZkClient, ReplicaManager, int] | None = None,
 ) -> BridgeService:
-    """Build, attach and start the shipper (call on the loop, after the logs are loaded)."""
+    """Build, attach and start the shipper (call on the loop, after the logs are loaded).
+
+    `cluster` (ZooKeeper client, replica manager, broker id) in cluster mode: positions in ZooKeeper,
+    only leaders ship; else the positions file in the first log dir.
+    """
     assert config.landing_dir is not None  # load_config rejects bridge.enabled without it
     landing = open_landing(config.landing_dir)
     try:
@@ -114,7 +123,7 @@ def start_bridge(
         ),
         LogManagerSegmentSource(log_manager, loop),
         landing,
-        LocalPositionStore.in_dir(log_dirs[0]),
+        _positions(log_dirs[0], cluster, loop),
         on_shipped=on_shipped,
     )
     gate.attach(shipper)
@@ -132,6 +141,22 @@ def start_bridge(
         config.max_segment_age_ms,
     )
     return BridgeService(shipper)
+
+
+def _positions(
+    log_dir: str, cluster: tuple[ZkClient, ReplicaManager, int] | None, loop: asyncio.AbstractEventLoop
+) -> ShippedPositionStore:
+    if cluster is None:
+        return LocalPositionStore.in_dir(log_dir)
+    from kafkad.spark_bridge.zk_position import ZkPositionStore
+
+    zk, replicas, broker_id = cluster
+
+    def leader_epoch(topic: str, partition: int) -> int | None:  # worker thread: plain attribute reads
+        p = replicas.get(topic, partition)
+        return p.leader_epoch if p is not None and p.is_leader and p.leader_epoch >= 0 else None
+
+    return ZkPositionStore(zk, loop, leader_epoch, broker_id)
 
 
 class BridgeCollector(Collector):

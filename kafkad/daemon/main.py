@@ -204,8 +204,13 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         log_dirs=dirs,
         offline_logs=lambda: [(o.topic, o.partition, o.path) for o in replicas.offline_partitions()],
     )
+    replication = None
+    if not config.standalone:
+        from kafkad.daemon.replication_service import start_replication
+
+        replication = await start_replication(broker)
     bridge: BridgeService | None = None
-    if gate is not None:
+    if gate is not None:  # after replication: in a cluster, only leaders ship (positions in ZooKeeper)
         from kafkad.daemon.bridge_service import start_bridge
 
         serving = f"serving {n} partitions"
@@ -218,12 +223,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             loop=loop,
             registry=ops.metrics.registry,
             status=lambda text: ops.status(f"{serving}; {text}"),
+            cluster=(cluster.zk, replicas, broker_id) if cluster is not None else None,
         )
-    replication = None
-    if not config.standalone:
-        from kafkad.daemon.replication_service import start_replication
-
-        replication = await start_replication(broker)
     await _start_groups(broker)
     dispatcher = Dispatcher(broker, handlers, on_request=ops.metrics.record_api)
     server = Server(

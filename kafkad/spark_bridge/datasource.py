@@ -50,6 +50,7 @@ SCHEMA_DDL = (
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 _MAX_OFFSET = (1 << 63) - 1
 LEGACY_SITE = "legacy"
+COALESCE_ROWS = 32_768
 
 
 @dataclass(slots=True)
@@ -149,6 +150,28 @@ def read_piece(
         yield _site_columns(piece, batch)
 
 
+def coalesce(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """Join small batches (one per small segment) into batches of about `rows`: each batch handed
+    to Spark has a fixed cost, which thousands of 50-record segments would otherwise pay each."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for b in batches:
+        pending.append(b)
+        count += b.num_rows
+        if count >= rows:
+            yield _joined(pending)
+            pending, count = [], 0
+    if pending:
+        yield _joined(pending)
+
+
+def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    joined: pa.RecordBatch = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+    return joined
+
+
 def _in_ranges(offsets: pa.Array, ranges: tuple[tuple[int, int], ...]) -> pa.Array:
     mask = None
     for lo, hi in ranges:
@@ -199,8 +222,8 @@ class KafkadReader(DataSourceReader):  # type: ignore[misc,unused-ignore]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         pieces: list[SegmentPiece] = partition.value
-        for piece in pieces:
-            yield from read_piece(piece, self.selection, self.verify_crc)
+        batches = (b for piece in pieces for b in read_piece(piece, self.selection, self.verify_crc))
+        return coalesce(batches, COALESCE_ROWS)
 
 
 class KafkadDataSource(DataSource):  # type: ignore[misc,unused-ignore]

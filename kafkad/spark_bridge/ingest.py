@@ -240,6 +240,10 @@ def run_ingest(
         )
         t = time.monotonic()
         if plan.pieces:
+            # Input partitions of up to split_bytes, but at least two per core: small segments add up.
+            total = sum(p.end - p.start for p in plan.pieces)
+            cores = int(spark.sparkContext.defaultParallelism)
+            pack_bytes = max(1 << 16, min(split_bytes, total // (2 * max(1, cores)) + 1))
             register(spark)
             stop = threading.Event()
             _progress_reporter(spark, stop)
@@ -247,7 +251,7 @@ def run_ingest(
                 df = (
                     spark.read.format("kafkad")
                     .option("planFile", str(plan_file))
-                    .option("splitBytes", str(split_bytes))
+                    .option("splitBytes", str(pack_bytes))
                     .load(store.uri)
                 )
                 df.write.mode("append").partitionBy("site", "topic", "date").parquet(str(stage))

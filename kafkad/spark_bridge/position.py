@@ -13,9 +13,8 @@ last-shipped-base-offset`); `adopt_legacy` turns each mark into the base offset 
 followed it, exactly (the shipper calls it with the partition's segment bases on its first pass), and
 the old file is removed once the new one is written.
 
-A cluster implementation keeps one znode per partition (conditional writes fenced by the leader
-epoch) and answers `may_ship` with "this broker leads the partition"; all methods are blocking and
-are called from the shipper's worker thread only.
+`zk_position.ZkPositionStore` (cluster mode) keeps one znode per partition (conditional writes
+fenced by the leader epoch) and answers `may_ship` with "this broker leads the partition".
 """
 
 from __future__ import annotations
@@ -39,8 +38,13 @@ TopicPartition = tuple[str, int]
 
 
 class ShippedPositionStore(Protocol):
+    def refresh(self, topic: str, partition: int) -> None:
+        """Blocking: re-read the partition's position from where it is kept (once per shipper pass)."""
+        ...
+
     def position(self, topic: str, partition: int) -> int | None:
-        """Blocking: the next offset to ship (everything below has landed); None if nothing shipped."""
+        """Cheap, any thread (the retention gate asks on the event loop): the next offset to ship
+        (everything below has landed), as last read or written; None if nothing shipped."""
         ...
 
     def advance(self, topic: str, partition: int, next_offset: int) -> bool:
@@ -75,6 +79,9 @@ class LocalPositionStore:
     @property
     def path(self) -> Path:
         return self._path
+
+    def refresh(self, topic: str, partition: int) -> None:
+        """Nothing to do: this store is the only writer of its file."""
 
     def position(self, topic: str, partition: int) -> int | None:
         with self._lock:

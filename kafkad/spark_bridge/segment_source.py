@@ -171,6 +171,8 @@ class PartitionLogLike(Protocol):
     @property
     def directory(self) -> Path: ...
     @property
+    def high_watermark(self) -> int: ...
+    @property
     def active_segment(self) -> _ActiveLike: ...
     def closed_segments(self) -> Sequence[_SegmentLike]: ...
     def roll(self) -> object: ...
@@ -184,6 +186,9 @@ class LogsLike(Protocol):
 
 class LogManagerSegmentSource:
     """The daemon's source: the LogManager's partition logs, read on their event loop.
+
+    Closed segments are offered once wholly below the high watermark (in a cluster, replicated to the
+    ISR: what a new leader keeps; standalone, the high watermark is the log end).
 
     Partition logs live on the event loop, so every call hops there (`call_soon_threadsafe`) and the
     shipper thread waits for the snapshot; with `loop=None` (tests, offline tools) it calls directly.
@@ -222,6 +227,7 @@ class LogManagerSegmentSource:
                 )
                 for log in self._manager.logs()
                 for s in log.closed_segments()
+                if s.next_offset <= log.high_watermark  # a follower may still truncate above it
             ]
 
         return self._on_loop(snapshot)

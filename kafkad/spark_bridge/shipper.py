@@ -185,6 +185,7 @@ class Shipper:
         for s in closed:
             tp = (s.topic, s.partition)
             if tp not in allowed:
+                self._positions.refresh(*tp)  # followers too: their retention gate reads it
                 allowed[tp] = self._positions.may_ship(*tp)
             position = self._positions.position(*tp)
             end = s.end_offset if s.end_offset >= 0 else _NO_END
@@ -197,6 +198,8 @@ class Shipper:
         for a in self._source.active_segments():
             if not self.wants(a.topic) or a.size_bytes == 0 or a.created_ms < 0:
                 continue
+            if not self._positions.may_ship(a.topic, a.partition):
+                continue  # a follower: its leader rolls and ships
             key = (a.topic, a.partition, a.base_offset)
             if now - a.created_ms >= self.config.max_segment_age_ms and key not in self._roll_requested:
                 log.info("bridge: rolling %s-%d (segment %d is too old)", *key)

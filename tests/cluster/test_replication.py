@@ -67,6 +67,31 @@ def read_all(bootstrap: str, topic: str, partition: int, end: int) -> list[bytes
         consumer.close()
 
 
+def acks_all_producer(
+    bootstrap: str, acked: list[bytes], errors: list[str], **extra: object
+) -> tuple[Producer, Callable[[object, object], None]]:
+    """An idempotent acks=all producer and its delivery callback (values of acked records, errors)."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": 60000,
+            "retry.backoff.ms": 100,
+            **extra,
+        }
+    )
+
+    def delivered(err: object, msg: object) -> None:
+        if err is None:
+            acked.append(bytes(msg.value()))  # type: ignore[attr-defined]
+        else:
+            errors.append(str(err))
+
+    return producer, delivered
+
+
 def test_acks_all_survives_leader_kill9_exactly_once_and_replicas_match(
     zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
 ) -> None:
@@ -79,23 +104,7 @@ def test_acks_all_survives_leader_kill9_exactly_once_and_replicas_match(
     )
     acked: list[bytes] = []
     errors: list[str] = []
-    producer = Producer(
-        {
-            "bootstrap.servers": c.bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            "message.timeout.ms": 60000,
-            "retry.backoff.ms": 100,
-        }
-    )
-
-    def delivered(err: object, msg: object) -> None:
-        if err is None:
-            acked.append(bytes(msg.value()))  # type: ignore[attr-defined]
-        else:
-            errors.append(str(err))
-
+    producer, delivered = acks_all_producer(c.bootstrap, acked, errors)
     stop = threading.Event()
 
     def produce_forever() -> None:

@@ -25,18 +25,24 @@ def spark_env() -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def local_session(app: str, cores: int = 2, driver_memory: str = "768m") -> Any:
+    """A local SparkSession on loopback, UTC, no UI (tests and the ingest benchmark)."""
     from pyspark.sql import SparkSession
 
     session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkad-spark-tests")
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "768m")
+        .config("spark.driver.memory", driver_memory)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    session = local_session("kafkad-spark-tests")
     yield session
     session.stop()

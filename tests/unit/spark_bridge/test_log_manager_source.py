@@ -38,6 +38,7 @@ def _produce(plog: PartitionLog, clock: ManualClock, n: int) -> None:
             leader_epoch=0,
             now_ms=clock.time_ms(),
         )
+        plog.high_watermark = plog.log_end_offset  # as the standalone Partition does after each append
 
 
 def test_ships_rolled_segments_of_a_real_partition_log_via_the_loop(tmp_path: Path) -> None:

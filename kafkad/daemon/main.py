@@ -226,6 +226,10 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             cluster=(cluster.zk, replicas, broker_id) if cluster is not None else None,
         )
     await _start_groups(broker)
+    if security.authorizer is not None:
+        from kafkad.security.api_acls import authorizing_registry
+
+        handlers = authorizing_registry(handlers)  # ACL checks wrap the handlers (none without an authorizer)
     dispatcher = Dispatcher(broker, handlers, on_request=ops.metrics.record_api)
     server = Server(
         dispatcher,

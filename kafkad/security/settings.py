@@ -25,9 +25,6 @@ LISTENER_KEY = re.compile(r"^listener\.name\.([a-z0-9_]+)\.(.+)$")
 _JAAS_KEY = re.compile(r"^(plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config$")
 
 
-AUTHORIZER_ENFORCED = False  # until every handler checks its ACLs, an authorizer is refused
-
-
 class SecurityConfigError(Exception):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")
@@ -208,8 +205,6 @@ def build_security(
                     )
         listeners[name] = ListenerSecurity(name, proto, tls, mechs, plain_users)
 
-    if s("authorizer.class.name") is not None and not AUTHORIZER_ENFORCED:
-        raise SecurityConfigError("authorizer.class.name", "ACL enforcement is not in this build yet")
     super_users = frozenset(p.strip() for p in (s("super.users") or "").split(";") if p.strip())
     for p in super_users:
         if ":" not in p:

@@ -89,8 +89,8 @@ def error_codes(body: Any) -> Iterator[int]:
             yield from error_codes(item)
 
 
-# SaslHandshake, SaslAuthenticate, Describe/AlterUserScramCredentials (every listener, as Kafka does).
-SECURITY_ADVERTISED = {17: (0, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0)}
+# SaslHandshake, SaslAuthenticate, the ACL and SCRAM credential APIs (every listener, as Kafka does).
+SECURITY_ADVERTISED = {17: (0, 1), 36: (0, 2), 29: (0, 3), 30: (0, 3), 31: (0, 3), 50: (0, 0), 51: (0, 0)}
 
 
 def assert_alive(broker: BrokerProcess) -> None:

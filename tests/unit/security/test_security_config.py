@@ -50,6 +50,7 @@ def props(tmp_path: Path, pem: Path, *extra: str) -> Path:
                 "listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
                 'PlainLoginModule required \\\n  username="admin" password="admin-secret" \\\n'
                 '  user_admin="admin-secret" user_alice="alice-secret";',
+                "authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
                 "super.users=User:admin;User:bob",
                 *extra,
             ]
@@ -66,7 +67,7 @@ def test_kafka_properties_file_as_written(tmp_path: Path, pem: Path) -> None:
     sasl = c.listeners["SASL_SSL"]
     assert sasl.mechanisms == ("PLAIN", "SCRAM-SHA-256")
     assert dict(sasl.plain_users) == {"admin": "admin-secret", "alice": "alice-secret"}
-    assert c.super_users == {"User:admin", "User:bob"} and not c.allow_if_no_acl
+    assert c.authorizer and c.super_users == {"User:admin", "User:bob"} and not c.allow_if_no_acl
     assert load_config(None, ["listeners=PLAINTEXT://:0"]).security.plaintext_only
 
 

@@ -1,0 +1,103 @@
+"""Real clients against a kafkad cluster (issue 15): the AdminClient's elect_leaders over the wire
+(ElectLeaders -> the controller), and a producer reacting to NOT_LEADER_OR_FOLLOWER from a broker that
+lost leadership by refreshing its metadata and delivering to the new leader."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from tests.cluster.cluster import KafkadCluster
+from tests.cluster.zookeeper import ZooKeeperServer
+
+pytestmark = [pytest.mark.system, pytest.mark.timeout(300)]
+
+
+class _Captured(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_elect_leaders_over_the_wire_and_producer_follows_the_new_leader(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    c = kafkad_cluster(zk_server.connect_string, 3, overrides={"controlled.shutdown.retry.backoff.ms": "200"})
+    c.wait_registered([1, 2, 3], timeout_s=60)
+    c.wait_controller(timeout_s=60)
+    topic = f"wire-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(60)
+    c.wait_leader(topic, 0, timeout_s=30)
+    preferred = c.replicas_of(topic, 0)[0]
+    c.wait_until(lambda: c.leader_of(topic, 0) == preferred, 30, "the preferred replica leads")
+
+    captured = _Captured()
+    rd_log = logging.getLogger(f"rdkafka-{topic}")
+    rd_log.addHandler(captured)
+    rd_log.setLevel(logging.DEBUG)
+    producer = Producer(
+        {"bootstrap.servers": c.bootstrap, "acks": "all", "debug": "msg,metadata", "linger.ms": 0},
+        logger=rd_log,
+    )
+    errors: list[str] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    def produce(value: bytes) -> None:
+        producer.produce(topic, value, partition=0, on_delivery=delivered)
+        assert producer.flush(60) == 0
+        assert not errors, errors
+
+    produce(b"before")
+    # Leadership off the preferred replica: a clean stop moves it; the replica comes back as a follower.
+    assert c.sigterm(preferred) == 0
+    c.wait_until(lambda: c.leader_of(topic, 0) not in (None, -1, preferred), 60, "a new leader")
+    c.restart(preferred)
+    c.wait_registered([preferred], timeout_s=60)
+    c.wait_until(lambda: preferred in c.partition_state(topic, 0).isr, 60, "back in the ISR")  # type: ignore[union-attr]
+    interim = c.leader_of(topic, 0)
+    produce(b"interim")  # the producer now knows `interim` as the leader
+
+    # The preferred election, asked over the wire (librdkafka sends ElectLeaders to the controller).
+    tp = TopicPartition(topic, 0)
+    result = admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(60)
+    assert list(result.values()) == [None], result
+    c.wait_until(lambda: c.leader_of(topic, 0) == preferred, 30, "the preferred replica leads again")
+    again = admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(60)
+    assert next(iter(again.values())).code() == 84, again  # ELECTION_NOT_NEEDED
+
+    captured.lines.clear()
+    produce(b"after")  # first sent to `interim`, which answers NOT_LEADER_OR_FOLLOWER
+    text = "\n".join(captured.lines)
+    assert "NOT_LEADER" in text.upper().replace(" ", "_"), text[-3000:]
+    assert interim != preferred
+
+    consumer = Consumer(
+        {"bootstrap.servers": c.bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"}
+    )
+    got: list[bytes | None] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+
+        def read_three() -> bool | None:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value())
+            return len(got) >= 3 or None
+
+        c.wait_until(read_three, 60, "three records read back")
+    finally:
+        consumer.close()
+    assert got == [b"before", b"interim", b"after"], got

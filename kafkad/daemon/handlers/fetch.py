@@ -9,7 +9,8 @@ Fetch sessions (KIP-227): we answer session_id 0, which tells clients to keep se
 read_committed reads the same as read_uncommitted: no transactions, so LSO = HW.
 A follower (replica_id >= 0) reads up to the log end and its fetch offset is its log end offset
 (Partition.update_follower_position: HW, ISR expansion). A current_leader_epoch (v9+) other than ours
-answers FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer), as KIP-320.
+answers FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer), as KIP-320. replica_id -2 (Kafka's
+debugging consumer) may read a follower, up to its high watermark.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.replication.partition import Partition
+
+DEBUGGING_CONSUMER_ID = -2  # Kafka's: reads any replica up to its HW (kafkad-replica-verification)
 
 
 def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:
@@ -60,7 +63,9 @@ def _read_all(
     """One pass over the requested partitions: (responses, bytes, any_error, partitions to wait on)."""
     body = request.body
     replicas = ctx.broker.replicas
-    follower = body.get("replica_id", -1) >= 0
+    replica_id = body.get("replica_id", -1)
+    follower = replica_id >= 0
+    debugging = replica_id == DEBUGGING_CONSUMER_ID
     now_ms = ctx.broker.clock.time_ms() if follower else 0
     budget = max(0, int(body.get("max_bytes", 0x7FFFFFFF)))
     total = 0
@@ -90,7 +95,7 @@ def _read_all(
                 "records": [],
             }
             try:
-                if not part.is_leader:
+                if not part.is_leader and not debugging:
                     raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 epoch = p.get("current_leader_epoch", -1)
                 if epoch != part.leader_epoch and epoch >= 0:  # Fetch v9+ (KIP-320)
@@ -111,7 +116,7 @@ def _read_all(
                         out["records"] = list(result.slices)
                         total += result.size
                 if follower:
-                    part.update_follower_position(body["replica_id"], p["fetch_offset"], now_ms)
+                    part.update_follower_position(replica_id, p["fetch_offset"], now_ms)
             except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline
                 if metrics is not None:
                     metrics.record_failed_fetch(name)

@@ -169,8 +169,15 @@ def _append(
         return out
     except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline (storage_failed)
         _failed(metrics, topic)
-        e = broker.replicas.error_for(topic, index, exc)
-        return _partition_response(index, e.code, e.message or None)
+        # No local may hold the error past this block: exc -> traceback -> this frame -> local -> exc
+        # is a cycle that keeps the raising frames (e.g. a 64 MiB decompression buffer) alive until
+        # the cyclic GC runs.
+        return _error_response(broker, topic, index, exc)
+
+
+def _error_response(broker: Any, topic: str, index: int, exc: Exception) -> dict[str, Any]:
+    e = broker.replicas.error_for(topic, index, exc)
+    return _partition_response(index, e.code, e.message or None)
 
 
 async def _replicated(w: _Wait, timeout_ms: int, metrics: Any) -> None:

@@ -65,6 +65,7 @@ class LogSegment:
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
+        self.index_bytes = index_bytes
         stem = file_stem(base_offset)
         self.log_path = directory / (stem + LOG_SUFFIX)
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -336,6 +337,10 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
+        # Room for the rebuild: a cleanly closed index was trimmed to its entries, and the rebuild over
+        # every batch can index more densely than the live appends did (found by tests/chaos).
+        lengths = self.offset_index.file_length, self.time_index.file_length
+        self.resize_indexes(max(self.index_bytes, *lengths))
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
         self.bytes_since_last_index_entry = 0
         self.clear_tail_ring()
@@ -354,6 +359,8 @@ class LogSegment:
             headers.extend(self._scan_from(valid, size, headers[-1] if headers else None))
             valid = headers[-1].position + headers[-1].batch_length + LOG_OVERHEAD if headers else 0
         kept = self._index_recovered(headers)
+        self.offset_index.resize(lengths[0])  # the files' lengths as they were, unless the rebuild needs more
+        self.time_index.resize(lengths[1])
         if kept < len(headers):  # a batch outside the segment's offsets: cut there
             headers, valid = headers[:kept], headers[kept].position
         truncated = size - valid

@@ -124,7 +124,7 @@ def run_chaos(
                 break  # a cluster that did not come back makes further cycles meaningless: report now
             time.sleep(step.quiet_s)  # spacing between faults
     finally:
-        workload.stop()
+        errors += workload.stop()
     try:
         workload.final_read(timeout_s=10.0 if unrecovered or errors else 120.0)
     except AssertionError as e:

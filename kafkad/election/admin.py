@@ -258,6 +258,34 @@ class ClusterAdmin:
         got = await self.zk.get_or_none(Z.TopicConfigZNode.path(name))
         return Z.TopicConfigZNode.decode(got[0]) if got else {}
 
+    # --- reassignment -------------------------------------------------------------------------------
+    async def alter_reassignments(self, moves: dict[TP, list[int] | None]) -> dict[TP, ErrorCode]:
+        """AlterPartitionReassignments: the controller's job (NOT_CONTROLLER elsewhere, as Kafka)."""
+        if self.controller is None or not self.controller.active:
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, "this broker is not the controller")
+        result: dict[TP, ErrorCode] = await self.controller.alter_reassignments(moves)
+        return result
+
+    async def list_reassignments(
+        self, partitions: list[TP] | None
+    ) -> dict[TP, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """Reassignments in flight, from the topic znodes' adding/removing replicas (any broker)."""
+        topics = (
+            sorted({t for t, _ in partitions})
+            if partitions is not None
+            else await self.zk.children(Z.BROKER_TOPICS)
+        )
+        out: dict[TP, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
+        for t in topics:
+            got = await self.zk.get_or_none(Z.TopicZNode.path(t))
+            if got is None:
+                continue
+            a = Z.TopicZNode.decode(got[0])
+            for p in sorted(set(a.adding) | set(a.removing)):
+                if partitions is None or (t, p) in partitions:
+                    out[(t, p)] = (a.partitions.get(p, ()), a.adding.get(p, ()), a.removing.get(p, ()))
+        return out
+
     # --- elections ----------------------------------------------------------------------------------
     async def elect_leaders(self, election_type: int, partitions: list[TP] | None) -> dict[TP, ErrorCode]:
         if self.controller is None or not self.controller.active:

@@ -27,6 +27,7 @@ from kafkad.election import znodes as Z
 from kafkad.election.channel import ControllerChannel
 from kafkad.election.context import TP, ControllerContext
 from kafkad.election.partition_ops import ControllerMovedError, PartitionOps
+from kafkad.election.reassignment import Reassignments
 from kafkad.election.state_machines import Election, PartitionStateName, ReplicaStateName, offline_election
 from kafkad.election.zk_client import (
     BadVersionError,
@@ -76,6 +77,7 @@ class Controller:
         self.channel: ControllerChannel | None = None
         self._topic_unclean = topic_unclean or (lambda _t: None)
         self.ops = PartitionOps(self.ctx, zk, broker_id, self._unclean_allowed)
+        self.reassign = Reassignments(self.ops)
         self._queue: asyncio.Queue[tuple[str, Event, bool]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._rebalance_task: asyncio.Task[None] | None = None
@@ -268,6 +270,7 @@ class Controller:
             ctx.partition_states.update(dict.fromkeys(new, PartitionStateName.NON_EXISTENT))
             await self.ops.on_new_partitions(new)
         await self.ops.trigger_online_partitions()
+        await self.reassign.maybe_complete(list(ctx.reassigning))
         self.put("IsrChangeNotification", self._isr_changes)
         self.put("TopicDeletion", self._deletions)
         self.put("PreferredReplicaElection", self._preferred_znode)
@@ -320,6 +323,7 @@ class Controller:
             self.channel.add_broker(brokers[b])
         if new:
             await self.ops.on_broker_startup(new)
+            await self.reassign.maybe_complete(list(ctx.reassigning))
             if ctx.topics_to_delete:
                 self.put("TopicDeletion", self._deletions)
 
@@ -338,6 +342,8 @@ class Controller:
         a = Z.TopicZNode.decode(got[0])
         added = [(topic, p) for p in a.partitions if (topic, p) not in self.ctx.assignment]
         self.ctx.add_topic(topic, a.partitions, a.topic_id)
+        if a.adding or a.removing:
+            self.reassign.resume_from_znodes(topic, a)
         return added
 
     async def _topic_change(self) -> None:
@@ -381,6 +387,7 @@ class Controller:
                 self.ctx.leaders[tp] = st
         log.info("ISR changed for %d partitions (%d notifications)", len(changed), len(kids))
         self.ops.batch.add_update_metadata(self.ctx.live_ids, changed)
+        await self.reassign.maybe_complete(changed & set(self.ctx.reassigning))
 
     # --- topic deletion ---------------------------------------------------------------------------------
     def _watch_deletions(self, _event: WatchedEvent) -> None:
@@ -436,6 +443,13 @@ class Controller:
             await self.zk.delete_recursive(Z.DeleteTopicZNode.path(topic))
         ctx.remove_topic(topic)
         log.info("topic %s deleted", topic)
+
+    # --- reassignment -------------------------------------------------------------------------------------
+    async def alter_reassignments(self, moves: dict[TP, list[int] | None]) -> dict[TP, ErrorCode]:
+        result: dict[TP, ErrorCode] = await self.call(
+            "AlterPartitionReassignment", lambda: self.reassign.alter(moves)
+        )
+        return result
 
     # --- controlled shutdown ------------------------------------------------------------------------------
     async def controlled_shutdown(self, broker: int, broker_epoch: int) -> list[TP]:

@@ -28,11 +28,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def tool_parser(prog: str, description: str) -> argparse.ArgumentParser:
+def tool_parser(prog: str, description: str, *, broker_list_alias: bool = True) -> argparse.ArgumentParser:
+    """`broker_list_alias=False` for a tool whose own --broker-list means something else (reassignment)."""
     parser = _Parser(prog=prog, description=description)
     parser.add_argument(
         "--bootstrap-server",
-        "--broker-list",  # the console producer's older name, still in operators' notes
+        # the console producer's older name, still in operators' notes
+        *(("--broker-list",) if broker_list_alias else ()),
         dest="bootstrap_server",
         metavar="HOST:PORT[,HOST:PORT]",
         help="the broker(s) to connect to",

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +116,93 @@ def test_topics_and_leader_election_through_zookeeper(
     assert "Successfully completed leader election (UNCLEAN) for partitions u-0" in r.stdout
     st = c.partition_state("u", 0)
     assert st is not None and st.leader == b and st.isr == (b,)
+
+
+def test_reassign_partitions_moves_replicas_and_data(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster], tmp_path: Path
+) -> None:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+    c = kafkad_cluster(zk_server.connect_string, 3)
+    c.wait_registered([1, 2, 3], timeout_s=30)
+    c.wait_controller(timeout_s=30)
+    zk = c.zookeeper_connect
+    r = tool("topics", "--zookeeper", zk, "--create", "--topic", "mv", "--replica-assignment", "1:2,2:1")
+    assert r.returncode == 0, r.stderr
+    for p in range(2):
+        c.wait_leader("mv", p, timeout_s=10)
+    prod = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "enable.idempotence": True})
+    for i in range(200):
+        prod.produce("mv", value=f"v{i}".encode(), partition=i % 2)
+    assert prod.flush(30) == 0
+
+    moves = tmp_path / "moves.json"
+    target = {0: [3, 2], 1: [2, 3]}
+    moves.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": "mv", "partition": p, "replicas": r} for p, r in target.items()],
+            }
+        )
+    )
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "mv"}]}))
+    r = tool(
+        "reassign_partitions",
+        "--zookeeper",
+        zk,
+        "--generate",
+        "--topics-to-move-json-file",
+        str(topics),
+        "--broker-list",
+        "2,3",
+    )
+    assert r.returncode == 0, r.stderr
+    proposed = json.loads(r.stdout.split("Proposed partition reassignment configuration\n")[1])
+    assert all(set(e["replicas"]) == {2, 3} for e in proposed["partitions"])
+
+    r = tool("reassign_partitions", "--zookeeper", zk, "--execute", "--reassignment-json-file", str(moves))
+    assert r.returncode == 0, r.stderr
+    assert "Successfully started partition reassignments for mv-0,mv-1" in r.stdout
+    assert '"replicas":[1,2]' in r.stdout  # the rollback JSON
+    c.wait_until(
+        lambda: (
+            tool(
+                "reassign_partitions", "--zookeeper", zk, "--verify", "--reassignment-json-file", str(moves)
+            ).returncode
+            == 0
+        ),
+        60,
+        "reassignment complete",
+    )
+    assert c.zk.assignment("mv") == target
+    topic_json = json.loads(c.zk.client.get("/brokers/topics/mv")[0])
+    assert topic_json["adding_replicas"] == {} and topic_json["removing_replicas"] == {}
+    for p, reps in target.items():
+        st = c.partition_state("mv", p)
+        assert st is not None and st.leader in reps and set(st.isr) <= set(reps)
+    r = tool("reassign_partitions", "--zookeeper", zk, "--list")
+    assert r.returncode == 0 and "No partition reassignments found." in r.stdout
+    # broker 1 no longer holds mv-0 (StopReplica with delete)
+    c.wait_until(
+        lambda: (
+            not any(
+                d.name.startswith("mv-0") and not d.name.endswith("-delete")
+                for d in (c.broker(1).dir / "data").iterdir()
+            )
+        ),
+        30,
+        "mv-0 removed from broker 1",
+    )
+    # every record is still there, now served by the new replicas
+    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g-mv", "enable.auto.commit": False})
+    cons.assign([TopicPartition("mv", p, OFFSET_BEGINNING) for p in range(2)])
+    got: set[bytes] = set()
+    deadline = time.monotonic() + 30
+    while len(got) < 200 and time.monotonic() < deadline:
+        m = cons.poll(0.5)
+        if m is not None and m.error() is None:
+            got.add(m.value())
+    cons.close()
+    assert got == {f"v{i}".encode() for i in range(200)}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -37,22 +38,31 @@ READ_TIMEOUT_S = 10.0
 class HttpListener:
     host: str
     port: int
+    tls: bool = False  # https://: served with the broker's metrics TLS context (kafkad.security)
 
 
 def parse_listener(url: str) -> HttpListener:
-    """ "http://127.0.0.1:9404" -> HttpListener("127.0.0.1", 9404); "[::1]:9404" style hosts allowed."""
+    """ "http://127.0.0.1:9404" -> HttpListener("127.0.0.1", 9404); "[::1]:9404" style hosts allowed;
+    "https://..." is served over TLS."""
     parts = urlsplit(url if "://" in url else f"http://{url}")
-    if parts.scheme != "http":
-        raise ValueError(f"metrics listener {url!r}: only http:// is supported")
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"metrics listener {url!r}: only http:// and https:// are supported")
     if parts.port is None or parts.hostname is None:
-        raise ValueError(f"metrics listener {url!r}: expected http://host:port")
-    return HttpListener(parts.hostname, parts.port)
+        raise ValueError(f"metrics listener {url!r}: expected http(s)://host:port")
+    return HttpListener(parts.hostname, parts.port, parts.scheme == "https")
 
 
 class OpsHttpServer:
     """Serves /metrics and /healthz on the running loop. `start()` binds, `close()` stops."""
 
-    def __init__(self, metrics: BrokerMetrics, healthy: Callable[[], bool], listeners: Iterable[str]) -> None:
+    def __init__(
+        self,
+        metrics: BrokerMetrics,
+        healthy: Callable[[], bool],
+        listeners: Iterable[str],
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self._ssl = ssl_context
         self._metrics = metrics
         self._healthy = healthy
         self._listeners = [parse_listener(u) for u in listeners]
@@ -60,9 +70,16 @@ class OpsHttpServer:
 
     async def start(self) -> None:
         for lst in self._listeners:
-            server = await asyncio.start_server(self._handle, lst.host, lst.port, reuse_address=True)
+            if lst.tls and self._ssl is None:
+                raise ValueError(
+                    f"metrics listener https://{lst.host}:{lst.port}: no TLS key store configured"
+                )
+            server = await asyncio.start_server(
+                self._handle, lst.host, lst.port, reuse_address=True, ssl=self._ssl if lst.tls else None
+            )
             self._servers.append(server)
-            log.info("metrics and health endpoint on http://%s:%d/", lst.host, self.bound_ports()[-1])
+            scheme = "https" if lst.tls else "http"
+            log.info("metrics and health endpoint on %s://%s:%d/", scheme, lst.host, self.bound_ports()[-1])
 
     def bound_ports(self) -> list[int]:
         """Actual ports (useful with port 0 in tests), in listener order."""
@@ -120,10 +137,13 @@ class OpsHttpServer:
 
 
 async def start_ops_server(
-    metrics: BrokerMetrics, healthy: Callable[[], bool], listeners: Iterable[str]
+    metrics: BrokerMetrics,
+    healthy: Callable[[], bool],
+    listeners: Iterable[str],
+    ssl_context: ssl.SSLContext | None = None,
 ) -> OpsHttpServer:
     """Bind every `metrics.listeners` URL on the running loop; an empty list serves nothing."""
-    server = OpsHttpServer(metrics, healthy, listeners)
+    server = OpsHttpServer(metrics, healthy, listeners, ssl_context)
     await server.start()
     return server
 
@@ -145,7 +165,9 @@ class OpsRuntime:
         notifier: Notifier | None = None,
         metrics: BrokerMetrics | None = None,
         loop_lag_interval: float = 0.5,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        self._ssl = ssl_context
         self.notifier = Notifier() if notifier is None else notifier
         self.metrics = BrokerMetrics() if metrics is None else metrics
         self._healthy = healthy
@@ -165,7 +187,7 @@ class OpsRuntime:
             self._tasks.append(watchdog)
         self._tasks.append(self.metrics.start_loop_lag_monitor(self._loop_lag_interval))
         if self._listeners:
-            self.http = await start_ops_server(self.metrics, self.is_healthy, self._listeners)
+            self.http = await start_ops_server(self.metrics, self.is_healthy, self._listeners, self._ssl)
 
     def status(self, text: str) -> None:
         self.notifier.status(text)

@@ -29,6 +29,7 @@ from kafkad.daemon.netlink import NetlinkWatcher
 from kafkad.daemon.producer_ids import ProducerIdManager
 from kafkad.daemon.server import Server
 from kafkad.replication.manager import ReplicaManager
+from kafkad.security.settings import METRICS_TLS
 
 if TYPE_CHECKING:
     from kafkad.daemon.bridge_service import BridgeService, ShippedGate
@@ -146,7 +147,10 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
     # First on the loop: sd_notify watchdog pings cover a long log recovery; /healthz is 503 until ready.
-    ops = OpsRuntime(config.metrics.listeners)
+    from kafkad.security.runtime import SecurityRuntime
+
+    security = SecurityRuntime(config.security, Path(config.storage.log_dirs[0]))
+    ops = OpsRuntime(config.metrics.listeners, ssl_context=security.tls_context(METRICS_TLS))
     await ops.start()
     ops.status("loading logs")
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -187,9 +191,6 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     broker = Broker(config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id)
     broker.services["metrics"] = ops.metrics
     broker.services[DYNAMIC_SERVICE] = DynamicBrokerConfig(broker, static_config, dyn_store, dyn_entities)
-    from kafkad.security.runtime import SecurityRuntime
-
-    security = SecurityRuntime(config.security, Path(dirs[0]))
     broker.services["security"] = security
     broker.authorizer = security.authorizer
     if security.tls is not None:

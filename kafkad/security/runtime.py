@@ -16,7 +16,7 @@ from kafkad.security.acl_store import FILE_NAME as ACL_FILE
 from kafkad.security.acl_store import AclStore, FileAclStore
 from kafkad.security.credentials import FILE_NAME, CredentialStore, FileCredentialStore
 from kafkad.security.session import Authenticators, Session
-from kafkad.security.settings import Protocol, SecurityConfig
+from kafkad.security.settings import METRICS_TLS, Protocol, SecurityConfig
 from kafkad.security.tls import TlsReloader
 
 
@@ -41,6 +41,8 @@ class SecurityRuntime:
             else None
         )
         tls = {n: ls.tls for n, ls in config.listeners.items() if ls.tls is not None}
+        if config.metrics_tls is not None:
+            tls[METRICS_TLS] = config.metrics_tls
         self.tls: TlsReloader | None = TlsReloader(tls) if tls else None
         self._auth = {
             n: Authenticators(ls, self.credentials, config.reauth_ms)
@@ -53,6 +55,9 @@ class SecurityRuntime:
         return listener in self._auth
 
     def tls_context(self, listener: str) -> ssl.SSLContext | None:
+        """A TLS listener's context (or, for METRICS_TLS, the https metrics endpoints'); else None."""
+        if listener == METRICS_TLS:
+            return self.tls.context(listener) if self.tls is not None and self.config.metrics_tls else None
         ls = self.config.listeners.get(listener)
         if self.tls is None or ls is None or ls.tls is None:
             return None

@@ -25,6 +25,11 @@ LISTENER_KEY = re.compile(r"^listener\.name\.([a-z0-9_]+)\.(.+)$")
 _JAAS_KEY = re.compile(r"^(plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config$")
 
 
+# The https:// metrics endpoints' TLS settings: the broker-wide ssl.* keys, overridden by
+# listener.name.metrics.ssl.* like a listener's.
+METRICS_TLS = "METRICS"
+
+
 class SecurityConfigError(Exception):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")
@@ -86,6 +91,7 @@ class SecurityConfig:
     allow_if_no_acl: bool
     reauth_ms: int
     inter_broker_mechanism: str
+    metrics_tls: TlsSettings | None = None
 
     @property
     def plaintext_only(self) -> bool:
@@ -148,7 +154,7 @@ def build_security(
             )
     for k in values:
         m = LISTENER_KEY.match(k)
-        if m and m.group(1).upper() not in listener_names:
+        if m and m.group(1).upper() not in listener_names and m.group(1).upper() != METRICS_TLS:
             raise SecurityConfigError(k, f"no listener named {m.group(1).upper()} in listeners")
 
     def lkey(listener: str, name: str) -> str:
@@ -205,6 +211,18 @@ def build_security(
                     )
         listeners[name] = ListenerSecurity(name, proto, tls, mechs, plain_users)
 
+    metrics_tls = None
+    urls = values.get("metrics.listeners")
+    for url in urls if isinstance(urls, list) else ():
+        scheme = url.split("://", 1)[0].lower() if "://" in url else "http"
+        if scheme not in ("http", "https"):
+            raise SecurityConfigError(
+                "metrics.listeners", f"{url!r}: only http:// and https:// are supported"
+            )
+        if scheme == "https" and metrics_tls is None:
+            metrics_tls = _tls_settings(values, METRICS_TLS, lkey)
+            if validate_tls is not None:
+                validate_tls(metrics_tls)
     super_users = frozenset(p.strip() for p in (s("super.users") or "").split(";") if p.strip())
     for p in super_users:
         if ":" not in p:
@@ -217,6 +235,7 @@ def build_security(
         allow_if_no_acl=bool(values.get("allow.everyone.if.no.acl.found")),
         reauth_ms=reauth if isinstance(reauth, int) else 0,
         inter_broker_mechanism=s("sasl.mechanism.inter.broker.protocol") or "PLAIN",
+        metrics_tls=metrics_tls,
     )
 
 

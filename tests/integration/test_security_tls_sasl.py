@@ -19,15 +19,19 @@ from pathlib import Path
 import confluent_kafka as ck
 import pytest
 
+from tests.integration.broker_process import free_port
 from tests.integration.raw_client import Raw
 from tests.integration.secure_broker import SecureBroker, configs, start_secure
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+METRICS_PORT = free_port()
 
 
 @pytest.fixture(scope="module")
 def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    s = start_secure(tmp_path_factory.mktemp("secure"))
+    s = start_secure(
+        tmp_path_factory.mktemp("secure"), {"metrics.listeners": f"https://127.0.0.1:{METRICS_PORT}"}
+    )
     try:
         yield s
     finally:
@@ -336,3 +340,16 @@ def test_scram_users_with_kafkad_configs(sb: SecureBroker, tmp_path: Path) -> No
         sb, "--alter", "--entity-type", "users", "--entity-name", "erin", "--delete-config", "SCRAM-SHA-512"
     )
     assert "SCRAM-SHA-512" not in configs(sb, "--describe", "--entity-type", "users", "--entity-name", "erin")
+
+
+def test_metrics_and_healthz_over_tls(sb: SecureBroker) -> None:
+    import urllib.request
+
+    ctx = ssl.create_default_context(cafile=str(sb.pki.ca))
+    url = f"https://127.0.0.1:{METRICS_PORT}"
+    with urllib.request.urlopen(f"{url}/healthz", context=ctx, timeout=30) as r:
+        assert r.status == 200
+    with urllib.request.urlopen(f"{url}/metrics", context=ctx, timeout=30) as r:
+        assert b"kafka" in r.read()
+    with pytest.raises(OSError):  # plain HTTP to the TLS endpoint gets no answer
+        urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/healthz", timeout=10).read()

@@ -165,7 +165,7 @@ METRICS_KEYS: tuple[ConfigKey, ...] = (
         "metrics.listeners",
         LST,
         [],
-        "kafkad: http://host:port endpoints serving Prometheus metrics (empty = off).",
+        "kafkad: http://host:port (or https://, TLS from ssl.* / listener.name.metrics.ssl.*) endpoints serving Prometheus metrics and /healthz (empty = off; bind 127.0.0.1 to keep them local).",
         M,
         group="metrics",
     ),

@@ -125,8 +125,9 @@ def test_loop_lag_monitor_records_oversleep() -> None:
 def test_parse_listener() -> None:
     assert parse_listener("http://127.0.0.1:9404") == parse_listener("127.0.0.1:9404")
     assert parse_listener("http://[::1]:9404").host == "::1"
+    assert parse_listener("https://127.0.0.1:9404").tls and not parse_listener("127.0.0.1:9404").tls
     with pytest.raises(ValueError):
-        parse_listener("https://127.0.0.1:9404")
+        parse_listener("ftp://127.0.0.1:9404")
     with pytest.raises(ValueError):
         parse_listener("http://127.0.0.1")
 

@@ -144,6 +144,15 @@ def _cases(topic: str, group: str) -> dict[int, Callable[[int], Body]]:
         {"partition": 0, "fetch_offset": 10_000, "log_start_offset": -1, "partition_max_bytes": 1 << 20},
         {"partition": 5, "fetch_offset": 0, "log_start_offset": -1, "partition_max_bytes": 1 << 20},
     ]
+    acl_any = {  # every ACL: ANY resource type, pattern, operation and permission
+        "resource_type_filter": 1,
+        "resource_name_filter": None,
+        "pattern_type_filter": 1,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    }
     return {
         0: lambda v: {
             "transactional_id": None,
@@ -265,6 +274,21 @@ def _cases(topic: str, group: str) -> dict[int, Callable[[int], Body]]:
                 }
             ],
         },
+        29: lambda v: dict(acl_any),
+        30: lambda v: {
+            "creations": [
+                {
+                    "resource_type": 2,
+                    "resource_name": topic,
+                    "resource_pattern_type": 3,
+                    "principal": "User:audit",
+                    "host": "*",
+                    "operation": 3,
+                    "permission_type": 3,
+                }
+            ]
+        },
+        31: lambda v: {"filters": [dict(acl_any, principal_filter="User:audit")]},
         32: lambda v: {
             "resources": [
                 {"resource_type": 2, "resource_name": topic, "configuration_keys": None},
@@ -357,7 +381,8 @@ def test_every_advertised_api_and_version_agrees_with_kafkas_schema(session_brok
 
 def test_fetch_and_offset_fetch_fill_empty_values_as_kafka(session_broker: BrokerProcess) -> None:
     """The values Kafka fills in on errors and absences: empty records on partition errors (size 0, not -1),
-    "" metadata and -1 for a partition with no committed offset."""
+    an empty aborted-transactions list for read_committed, "" metadata and -1 for a partition with no
+    committed offset."""
     topic, group = f"audit-{uuid.uuid4().hex[:8]}", f"audit-g-{uuid.uuid4().hex[:6]}"
     create_topics(session_broker.bootstrap, {topic: 1})
     kp = _kp_classes()
@@ -368,6 +393,11 @@ def test_fetch_and_offset_fetch_fill_empty_values_as_kafka(session_broker: Broke
         parts = _kp_decode(kp[(1, "response")], raw, v).responses[0].partitions
         assert [p.error_code for p in parts] == [0, 1, 3]
         assert all(p.records is not None for p in parts), parts
+    committed = {**cases[1](11), "isolation_level": 1}
+    _, raw = conn.call(1, 11, committed)
+    parts = _kp_decode(kp[(1, "response")], raw, 11).responses[0].partitions
+    # read_committed: Kafka lists the aborted transactions (none here), read_uncommitted leaves it null
+    assert parts[0].aborted_transactions == [], parts[0]
     _, raw = conn.call(9, 5, cases[9](5))
     parts = _kp_decode(kp[(9, "response")], raw, 5).topics[0].partitions
     assert [(p.committed_offset, p.metadata, p.error_code) for p in parts[:2]] == [(-1, "", 0), (-1, "", 0)]

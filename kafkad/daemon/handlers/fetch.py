@@ -24,6 +24,8 @@ from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.replication.partition import Partition
 
 DEBUGGING_CONSUMER_ID = -2  # Kafka's: reads any replica up to its HW (kafkad-replica-verification)
+READ_COMMITTED = 1
+_NO_ABORTED: list[Any] = []
 
 
 def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:
@@ -73,6 +75,9 @@ def _read_all(
     watched: list[Partition] = []
     responses = []
     metrics = ctx.broker.services.get("metrics")
+    # Kafka: null for read_uncommitted, the (here always empty) list of aborted transactions for
+    # read_committed. One shared, never mutated list.
+    aborted: list[Any] | None = _NO_ABORTED if body.get("isolation_level", 0) == READ_COMMITTED else None
     for t in body.get("topics") or []:
         name = t["topic"]
         parts = []
@@ -90,7 +95,7 @@ def _read_all(
                 "high_watermark": part.high_watermark,
                 "last_stable_offset": part.high_watermark,
                 "log_start_offset": part.log_start_offset,
-                "aborted_transactions": None,
+                "aborted_transactions": aborted,
                 "preferred_read_replica": -1,
                 "records": [],
             }

@@ -1,6 +1,7 @@
 """Real clients against a kafkad cluster (issue 15): the AdminClient's elect_leaders over the wire
-(ElectLeaders -> the controller), and a producer reacting to NOT_LEADER_OR_FOLLOWER from a broker that
-lost leadership by refreshing its metadata and delivering to the new leader."""
+(ElectLeaders -> the controller), and clients reacting to NOT_LEADER_OR_FOLLOWER from a broker that lost
+leadership: a confluent producer refreshes its metadata and delivers to the new leader, a kafka-python
+consumer finds the new leader and keeps reading."""
 
 from __future__ import annotations
 
@@ -69,6 +70,23 @@ def test_elect_leaders_over_the_wire_and_producer_follows_the_new_leader(
     c.wait_until(lambda: preferred in c.partition_state(topic, 0).isr, 60, "back in the ISR")  # type: ignore[union-attr]
     interim = c.leader_of(topic, 0)
     produce(b"interim")  # the producer now knows `interim` as the leader
+    # a kafka-python consumer reading from `interim` too: after the election its fetches there answer
+    # NOT_LEADER_OR_FOLLOWER and it must find the new leader by itself
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KpTopicPartition
+
+    kp = KafkaConsumer(bootstrap_servers=c.bootstrap, group_id=None, enable_auto_commit=False)
+    kp_tp = KpTopicPartition(topic, 0)
+    kp.assign([kp_tp])
+    kp.seek(kp_tp, 0)
+    kp_got: list[bytes] = []
+
+    def kp_read(n: int) -> bool | None:
+        for msgs in kp.poll(timeout_ms=200).values():
+            kp_got.extend(m.value for m in msgs)
+        return len(kp_got) >= n or None
+
+    c.wait_until(lambda: kp_read(2), 60, "kafka-python reads from the interim leader")
 
     # The preferred election, asked over the wire (librdkafka sends ElectLeaders to the controller).
     tp = TopicPartition(topic, 0)
@@ -83,6 +101,11 @@ def test_elect_leaders_over_the_wire_and_producer_follows_the_new_leader(
     text = "\n".join(captured.lines)
     assert "NOT_LEADER" in text.upper().replace(" ", "_"), text[-3000:]
     assert interim != preferred
+    try:
+        c.wait_until(lambda: kp_read(3), 60, "kafka-python follows the leader back to the preferred replica")
+    finally:
+        kp.close()
+    assert kp_got == [b"before", b"interim", b"after"], kp_got
 
     consumer = Consumer(
         {"bootstrap.servers": c.bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"}

@@ -92,6 +92,17 @@ def test_list_offsets_max_timestamp_earliest_latest(bootstrap: str, admin: Any) 
         r = fut.result(30)
         got[name] = (r.offset, r.timestamp)
     assert got["max"] == (1, 5_000), got
+    # librdkafka also sends -3 below v7: every version answers it
+    for version in (1, 5, 8):
+        raw = Raw(int(bootstrap.rsplit(":", 1)[1]))
+        try:
+            body = {"replica_id": -1, "isolation_level": 0, "topics": [
+                {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -3, "current_leader_epoch": -1}]}
+            ]}  # fmt: skip
+            (p,) = raw.call(2, version, body)["topics"][0]["partitions"]
+        finally:
+            raw.close()
+        assert (p["error_code"], p["offset"], p["timestamp"]) == (0, 1, 5_000), (version, p)
     assert got["earliest"][0] == 0 and got["latest"][0] == 3, got
     assert got["at 2000"] == (1, 5_000), got
 

@@ -336,4 +336,10 @@ class PartitionOps:
         for tp in followed:
             self.batch.add_stop_replica(broker, tp, delete=False)
         await self.replicas_offline([(tp, broker) for tp in followed])
-        return [tp for tp in multi if ctx.leaders[tp].leader == broker]
+        # Still led by it, among those another live replica could take (Kafka also lists partitions with no
+        # other live replica; the broker would only retry in vain, so the last broker up stops at once).
+        return [
+            tp
+            for tp in multi
+            if ctx.leaders[tp].leader == broker and any(b in live for b in ctx.assignment[tp] if b != broker)
+        ]

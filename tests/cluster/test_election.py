@@ -56,10 +56,12 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> dict[st
     return dict(resp["topics"][0])
 
 
+@pytest.mark.parametrize("zk_kind", ["zk_server", "zk_ensemble"])
 def test_register_elect_create_and_fail_over(
-    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+    zk_kind: str, request: pytest.FixtureRequest, kafkad_cluster: Callable[..., KafkadCluster]
 ) -> None:
-    c = kafkad_cluster(zk_server.connect_string, 3)
+    zk_fixture = request.getfixturevalue(zk_kind)
+    c = kafkad_cluster(zk_fixture.connect_string, 3)
     c.wait_registered([1, 2, 3], timeout_s=30)
     epochs = {b: c.zk.broker_epoch(b) for b in c.ids}
     assert all(e is not None and e > 0 for e in epochs.values()) and len(set(epochs.values())) == 3
@@ -90,6 +92,16 @@ def test_register_elect_create_and_fail_over(
         st = c.wait_leader("rf3", p, timeout_s=20, exclude=[controller])
         assert controller not in st.isr
     print(f"controller failover after kill -9: {took:.2f}s (new controller {new_controller})")
+    if zk_kind == "zk_ensemble":
+        # losing the ZooKeeper leader: sessions move to the other servers, the controller stays, work goes on
+        zk_fixture.node(zk_fixture.wait_leader()).kill9()
+        zk_fixture.wait_leader(timeout_s=30)
+        survivor = next(b for b in c.ids if b not in (controller, new_controller))
+        res = create_topic(c.broker(survivor).bootstrap, "after-zk-loss", 2, 2)
+        assert res["error_code"] == 0, res
+        for p in range(2):
+            c.wait_leader("after-zk-loss", p, timeout_s=20)
+        assert c.controller_id() == new_controller
 
 
 def _leaders(c: KafkadCluster, topic: str, n: int) -> dict[int, int]:

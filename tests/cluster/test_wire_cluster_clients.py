@@ -37,6 +37,19 @@ def test_elect_leaders_over_the_wire_and_producer_follows_the_new_leader(
     c.wait_controller(timeout_s=60)
     topic = f"wire-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    # DescribeCluster from the metadata cache: every live broker, the controller ZooKeeper names
+    described = c.wait_until(
+        lambda: (
+            (d := admin.describe_cluster(include_authorized_operations=True).result(30))
+            and len(d.nodes) == 3
+            and d
+        ),
+        60,
+        "DescribeCluster lists the three brokers",
+    )
+    assert sorted(n.id for n in described.nodes) == [1, 2, 3]
+    assert described.controller.id == c.controller_id()
+    assert described.authorized_operations
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(60)
     c.wait_leader(topic, 0, timeout_s=30)
     preferred = c.replicas_of(topic, 0)[0]

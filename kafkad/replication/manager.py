@@ -34,6 +34,9 @@ Listener = Callable[[Partition], None]
 class LogManagerLike(Protocol):
     def get(self, topic: str, partition: int) -> Any: ...
     def offline_logs(self) -> list[OfflineLog]: ...
+
+    on_offline: Callable[[OfflineLog], None] | None
+
     def take_offline(self, topic: str, partition: int, exc: BaseException) -> OfflineLog | None: ...
     def create_partition(
         self, topic: str, partition: int, overrides: Mapping[str, str] | None = None
@@ -63,6 +66,7 @@ class ReplicaManager:
         self._on_follower: list[Listener] = []
         # Partitions whose files failed (storage's log_offline): KAFKA_STORAGE_ERROR, offline in Metadata.
         self._offline: dict[tuple[str, int], OfflineLog] = {}
+        log_manager.on_offline = self._went_offline
 
     def load_from_logs(self) -> int:
         """Wrap every loaded log (after LogManager.load) as a leader partition."""
@@ -298,18 +302,23 @@ class ReplicaManager:
         other partition goes on.
         """
         if not is_transient(exc):
-            p = self._partitions.pop((topic, partition), None)
-            off = self.log_manager.take_offline(topic, partition, exc)
-            if off is not None:
-                self._offline[(topic, partition)] = off
-            if p is not None:
-                if self.fetchers is not None:
-                    self.fetchers.remove([(topic, partition)])
-                p.wake_waiters()
-                for on_follower in self._on_follower:  # e.g. the group coordinator unloads its groups
-                    on_follower(p)
+            self.log_manager.take_offline(topic, partition, exc)  # tells _went_offline (on_offline)
         message = exc.message if isinstance(exc, KafkaError) else f"{topic}-{partition}: {exc}"
         return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, message)
+
+    def _went_offline(self, off: OfflineLog) -> None:
+        """LogManager.on_offline: the partition's log is gone (an I/O error, from a request, a fetcher
+        or a periodic pass): drop its Partition, wake its waiters, stop fetching it."""
+        tp = (off.topic, off.partition)
+        self._offline[tp] = off
+        p = self._partitions.pop(tp, None)
+        if p is None:
+            return
+        if self.fetchers is not None:
+            self.fetchers.remove([tp])
+        p.wake_waiters()
+        for on_follower in self._on_follower:  # e.g. the group coordinator unloads its groups
+            on_follower(p)
 
     def error_for(self, topic: str, partition: int, exc: Exception) -> KafkaError:
         """What to answer for `exc` raised by the partition's log: an I/O error goes through

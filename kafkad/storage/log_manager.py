@@ -109,6 +109,8 @@ class LogManager(LogManagerPasses):
         self._offline: dict[TopicPartition, OfflineLog] = {}
         self._failed_logs: list[PartitionLog] = []  # taken offline at runtime: fds kept until shutdown
         self._unclean_dirs: set[str] = set()  # no clean-shutdown marker for these
+        # Told (on the loop) of each partition take_offline takes away: the ReplicaManager drops it.
+        self.on_offline: Callable[[OfflineLog], None] | None = None
 
     # ---- start and stop -------------------------------------------------------------------------
 
@@ -227,12 +229,15 @@ class LogManager(LogManagerPasses):
         )
         log.debug("partition %s-%d went offline", off.topic, off.partition, exc_info=exc)
 
-    def take_offline(self, topic: str, partition: int, exc: BaseException) -> OfflineLog | None:
+    def take_offline(
+        self, topic: str, partition: int, exc: BaseException, *, notify: bool = True
+    ) -> OfflineLog | None:
         """Loop-safe: a runtime I/O error on this partition's files takes it offline (log_offline).
 
         Its fds stay open until shutdown (a sendfile in flight must not see a reused fd), nothing is
-        written to its files again, and its log dir gets no clean-shutdown marker. Returns the record
-        (None for a partition this broker does not have).
+        written to its files again, and its log dir gets no clean-shutdown marker. `on_offline` (the
+        ReplicaManager) hears of it unless `notify` is False (shutdown, off the loop). Returns the
+        record (None for a partition this broker does not have).
         """
         tp = (topic, partition)
         plog = self._logs.pop(tp, None)
@@ -252,12 +257,14 @@ class LogManager(LogManagerPasses):
             plog.high_watermark,
         )
         self._record_offline(off, "I/O error on", exc)
+        if notify and self.on_offline is not None:
+            self.on_offline(off)
         return off
 
     def _fail_each(self, results: Iterable[tuple[PartitionLog, Exception | None]]) -> None:
         for plog, exc in list(results):
             if exc is not None:
-                self.take_offline(plog.topic, plog.partition, exc)
+                self.take_offline(plog.topic, plog.partition, exc, notify=False)
 
     def offline(self, topic: str, partition: int) -> OfflineLog | None:
         return self._offline.get((topic, partition))

@@ -30,7 +30,7 @@ from kafkad.storage.disk_budget import (
 )
 from kafkad.storage.log_dir_layout import TopicPartition
 from kafkad.storage.log_manager_config import LogManagerConfig
-from kafkad.storage.log_offline import attempt
+from kafkad.storage.log_offline import LogIOError, attempt, is_transient
 from kafkad.storage.partition_log import PartitionLog
 
 # The messages keep the log manager's logger name (operators filter on it).
@@ -101,11 +101,15 @@ class LogManagerPasses:
         gated = self._is_shipped is not everything_shipped
         for tp, plog in self.partition_logs():
             before = plog.size_bytes
-            if gated:
-                n, kept = self._retain_shipped(tp, plog, now_ms)
-                held += kept
-            else:
-                n = plog.apply_retention(now_ms)
+            try:
+                if gated:
+                    n, kept = self._retain_shipped(tp, plog, now_ms)
+                    held += kept
+                else:
+                    n = plog.apply_retention(now_ms)
+            except (OSError, LogIOError) as exc:  # this partition's disk: the others' retention goes on
+                self._storage_failed(tp, exc)
+                continue
             if n:
                 deleted += n
                 self._note_freed(tp, plog, before - plog.size_bytes)
@@ -176,10 +180,13 @@ class LogManagerPasses:
             if target is None:
                 continue
             freed = 0
-            for seg in list(target.closed_segments()):
-                if seg.base_offset > upto or target.delete_oldest_segment() is None:
-                    break
-                freed += seg.size_bytes
+            try:
+                for seg in list(target.closed_segments()):
+                    if seg.base_offset > upto or target.delete_oldest_segment() is None:
+                        break
+                    freed += seg.size_bytes
+            except (OSError, LogIOError) as exc:
+                self._storage_failed((topic, p), exc)
             self._note_freed((topic, p), target, freed)
         if plan.deletions:
             log.info("disk budget: deleted %d segments", len(plan.deletions))
@@ -194,6 +201,16 @@ class LogManagerPasses:
             log.warning("disk budget met again: writes resume")
             self.budget.unblock()
         return plan
+
+    def _storage_failed(self, tp: TopicPartition, exc: Exception) -> None:
+        """A pass hit an I/O error on one partition: offline unless the disk is only full."""
+        if is_transient(exc):
+            log.warning("%s-%d: %s (retried at the next pass)", tp[0], tp[1], exc)
+        else:
+            self.take_offline(tp[0], tp[1], exc)
+
+    def take_offline(self, topic: str, partition: int, exc: BaseException) -> object:
+        raise NotImplementedError
 
     def _candidates(self) -> Iterator[SegmentCandidate]:
         for (topic, p), plog in self.partition_logs():

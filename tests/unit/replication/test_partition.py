@@ -114,6 +114,7 @@ class FakeLogManager:
     def __init__(self) -> None:
         self.logs_: dict[tuple[str, int], FakeLog] = {}
         self.deleted: list[str] = []
+        self.on_offline: Any = None
 
     def get(self, topic: str, partition: int) -> FakeLog | None:
         return self.logs_.get((topic, partition))

@@ -195,3 +195,27 @@ def test_a_log_dir_that_cannot_be_written_at_shutdown_only_loses_its_marker(
         plog = again.get("s", p)
         assert plog is not None and plog.log_end_offset == 5
     again.shutdown()
+
+
+def test_a_retention_pass_failing_on_one_partition_still_serves_the_others(
+    tmp_path: Path, immutable: list[Path]
+) -> None:
+    """Retention renames old segments to *.deleted; in an immutable dir that fails (EPERM). That partition
+    goes offline (and the ReplicaManager hears of it); the others' retention is applied all the same.
+    It used to abort the whole pass at the failing partition, every time: the others never shrank."""
+    from kafkad.clock import ManualClock
+    from tests.unit.storage.log_manager_support import add_segments, bases
+
+    clock = ManualClock()
+    now = clock.time_ms()
+    lm = make(tmp_path, clock)
+    heard: list[tuple[str, int]] = []
+    lm.on_offline = lambda off: heard.append((off.topic, off.partition))
+    logs = [lm.create_partition(t, 0, {"retention.ms": "3600000"}) for t in ("a", "b", "c")]
+    for plog in logs:
+        add_segments(plog, [now - 3 * 3_600_000, now - 2 * 3_600_000, now], now)
+    chattr_i(immutable, logs[0].directory)
+    assert lm.retention_pass(now) == 4  # b and c: two old segments each
+    assert heard == [("a", 0)] and lm.get("a", 0) is None and lm.offline("a", 0) is not None
+    assert bases(logs[1]) == [20] and bases(logs[2]) == [20]
+    lm.shutdown()

@@ -11,7 +11,8 @@ within `request_timeout_ms` raises asyncio.TimeoutError and, as in Kafka's Netwo
 connection (its in-order replies can no longer be trusted to arrive), failing the other pending requests.
 
 Response bodies come from `kafkad.protocol.decode_response`; "records" fields are memoryviews into the
-response frame (a bytearray per frame), so a follower can append them without another copy.
+response frame, a bytearray per frame that the socket is read into directly (asyncio.BufferedProtocol), so
+a follower appends fetched batches with no copy between the kernel and its segment write.
 
 Runs on the event loop; never blocks.
 """
@@ -53,8 +54,7 @@ class BrokerChannel:
         self.request_timeout_ms = request_timeout_ms
         self.reconnect_backoff_ms = reconnect_backoff_ms
         self.reconnect_backoff_max_ms = reconnect_backoff_max_ms
-        self._writer: asyncio.StreamWriter | None = None
-        self._reader_task: asyncio.Task[None] | None = None
+        self._wire: _Wire | None = None
         self._connecting: asyncio.Future[None] | None = None
         self._pending: dict[int, tuple[int, int, asyncio.Future[dict[str, Any]]]] = {}
         self._next_correlation = 0
@@ -67,7 +67,7 @@ class BrokerChannel:
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None
+        return self._wire is not None
 
     def set_address(self, host: str, port: int) -> None:
         """The broker moved (new registration): drop the connection; the next request dials the new one."""
@@ -87,10 +87,10 @@ class BrokerChannel:
         if self._closed:
             raise ConnectionError(f"{self}: closed")
         async with asyncio.timeout(self.request_timeout_ms / 1000) as cm:
-            if self._writer is None:
+            if self._wire is None:
                 await self._connect()
-            writer = self._writer
-            if writer is None:  # dropped again while we were connecting
+            wire = self._wire
+            if wire is None:  # dropped again while we were connecting
                 raise ConnectionError(f"{self}: connection lost")
             self._next_correlation = (self._next_correlation + 1) & 0x7FFFFFFF
             cid = self._next_correlation
@@ -99,8 +99,9 @@ class BrokerChannel:
             self._pending[cid] = (api_key, api_version, fut)
             try:
                 try:
-                    writer.write(frame)
-                    await writer.drain()
+                    wire.transport.write(frame)
+                    if wire.paused is not None:
+                        await wire.paused
                 except OSError as e:
                     self._drop(ConnectionError(f"{self}: {e}"))
                     raise ConnectionError(f"{self}: {e}") from None
@@ -136,7 +137,7 @@ class BrokerChannel:
             if wait > 0:
                 await asyncio.sleep(wait)
             try:
-                reader, writer = await asyncio.open_connection(self.host, self.port)
+                _, wire = await loop.create_connection(lambda: _Wire(self), self.host, self.port)
             except OSError as e:
                 self._failures += 1
                 backoff = min(
@@ -149,48 +150,96 @@ class BrokerChannel:
                 self._connecting.exception()  # retrieved: sharers raise their own
                 raise err from None
             if self._closed:
-                writer.close()
+                wire.transport.close()
                 raise ConnectionError(f"{self}: closed")
             self._failures = 0
             self._next_attempt = 0.0
-            self._writer = writer
-            self._reader_task = loop.create_task(self._read_loop(reader, writer))
+            self._wire = wire
             self._connecting.set_result(None)
         finally:
             if not self._connecting.done():
                 self._connecting.cancel()
             self._connecting = None
 
-    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _on_frame(self, wire: _Wire, frame: bytearray) -> None:
+        """One response frame (without its size prefix) from `wire`."""
+        if wire is not self._wire:
+            return
         try:
-            while True:
-                size = _SIZE.unpack(await reader.readexactly(4))[0]
-                if size < 4 or size > MAX_RESPONSE_BYTES:
-                    raise ProtocolDecodeError(f"response size {size} out of range")
-                frame = bytearray(await reader.readexactly(size))
-                cid = _CORRELATION.unpack_from(frame, 0)[0]
-                entry = self._pending.pop(cid, None)
-                if entry is None:
-                    raise ProtocolDecodeError(f"response with unknown correlation id {cid}")
-                api_key, api_version, fut = entry
-                _, body = decode_response(api_key, api_version, frame)
-                if not fut.done():
-                    fut.set_result(body)
-        except asyncio.CancelledError:
-            raise
-        except (asyncio.IncompleteReadError, OSError, ProtocolError) as e:
-            if self._writer is writer:
-                log.debug("%s: connection dropped: %s", self, e)
-                self._drop(ConnectionError(f"{self}: {e or 'connection closed by peer'}"))
+            cid = _CORRELATION.unpack_from(frame, 0)[0]
+            entry = self._pending.pop(cid, None)
+            if entry is None:
+                raise ProtocolDecodeError(f"response with unknown correlation id {cid}")
+            api_key, api_version, fut = entry
+            if fut.done():  # its caller gave up (cancelled): skip the answer
+                return
+            _, body = decode_response(api_key, api_version, frame)
+            fut.set_result(body)
+        except ProtocolError as e:
+            self._lost(wire, e)
+
+    def _lost(self, wire: _Wire, exc: BaseException | None) -> None:
+        if wire is self._wire:
+            log.debug("%s: connection dropped: %s", self, exc)
+            self._drop(ConnectionError(f"{self}: {exc or 'connection closed by peer'}"))
 
     def _drop(self, err: ConnectionError) -> None:
-        writer, self._writer = self._writer, None
-        task, self._reader_task = self._reader_task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-        if writer is not None:
-            writer.close()
+        wire, self._wire = self._wire, None
+        if wire is not None:
+            wire.transport.close()
+            wire.wake_writers()
         pending, self._pending = self._pending, {}
         for _, _, fut in pending.values():
             if not fut.done():
                 fut.set_exception(err)
+
+
+class _Wire(asyncio.BufferedProtocol):
+    """The socket side: reads each response straight into its own bytearray (kernel -> frame, no other
+    copy: a 1 MiB fetch response is not staged through a stream buffer), and tells the channel."""
+
+    def __init__(self, channel: BrokerChannel) -> None:
+        self.channel = channel
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set by connection_made
+        self.paused: asyncio.Future[None] | None = None  # write flow control
+        self._head = bytearray(4)
+        self._frame: bytearray | None = None
+        self._pos = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport subclass
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        frame = self._frame
+        return memoryview(self._head if frame is None else frame)[self._pos :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._pos += nbytes
+        frame = self._frame
+        if frame is None:
+            if self._pos < 4:
+                return
+            size = _SIZE.unpack(self._head)[0]
+            if size < 4 or size > MAX_RESPONSE_BYTES:
+                self.channel._lost(self, ProtocolDecodeError(f"response size {size} out of range"))
+                return
+            self._frame, self._pos = bytearray(size), 0
+        elif self._pos == len(frame):
+            self._frame, self._pos = None, 0
+            self.channel._on_frame(self, frame)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.wake_writers()
+        self.channel._lost(self, exc)
+
+    def pause_writing(self) -> None:
+        if self.paused is None:
+            self.paused = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        self.wake_writers()
+
+    def wake_writers(self) -> None:
+        paused, self.paused = self.paused, None
+        if paused is not None and not paused.done():
+            paused.set_result(None)

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+import uvloop
 
 from kafkad.protocol import decode_request, encode_response_bytes
 from kafkad.replication.broker_channel import BrokerChannel
@@ -87,6 +88,8 @@ class WireServer:
 
 
 def run(test: Callable[[WireServer], Awaitable[None]]) -> None:
+    """Run `test` on asyncio's loop and on uvloop's (the daemon's): their transports differ."""
+
     async def go() -> None:
         server = WireServer()
         await server.start()
@@ -96,6 +99,7 @@ def run(test: Callable[[WireServer], Awaitable[None]]) -> None:
             server._server.close()  # type: ignore[union-attr]
 
     asyncio.run(go())
+    uvloop.run(go())
 
 
 def um(epoch: int) -> dict[str, Any]:

@@ -206,3 +206,96 @@ def test_reassign_partitions_moves_replicas_and_data(
             got.add(m.value())
     cons.close()
     assert got == {f"v{i}".encode() for i in range(200)}
+
+
+def test_partitions_configs_deletion_and_auto_rebalance(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    c = kafkad_cluster(
+        zk_server.connect_string,
+        3,
+        overrides={
+            "leader.imbalance.check.interval.seconds": "1",
+            "controlled.shutdown.retry.backoff.ms": "200",
+        },
+    )
+    c.wait_registered([1, 2, 3], timeout_s=30)
+    controller = c.wait_controller(timeout_s=30)
+    others = [b for b in c.ids if b != controller]
+    # every call goes to a broker that is not the controller
+    boot = ["--bootstrap-server", c.broker(others[0]).bootstrap]
+    r = tool("topics", *boot, "--create", "--topic", "ops", "--partitions", "2", "--replication-factor", "3")
+    assert r.returncode == 0, r.stderr
+    r = tool("topics", *boot, "--alter", "--topic", "ops", "--partitions", "5")
+    assert r.returncode == 0, r.stderr
+    assert sorted(c.zk.assignment("ops")) == [0, 1, 2, 3, 4]
+    for p in range(5):
+        st = c.wait_leader("ops", p, timeout_s=15)
+        assert sorted(st.isr) == [1, 2, 3]
+
+    r = tool(
+        "configs",
+        *boot,
+        "--alter",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        "ops",
+        "--add-config",
+        "retention.ms=12345",
+    )
+    assert r.returncode == 0, r.stderr
+    cfg = json.loads(c.zk.client.get("/config/topics/ops")[0])
+    assert cfg == {"version": 1, "config": {"retention.ms": "12345"}}
+    changes = c.zk.client.get_children("/config/changes")
+    assert any(
+        json.loads(c.zk.client.get(f"/config/changes/{n}")[0])["entity_path"] == "topics/ops" for n in changes
+    )
+    # every broker applies it (described from another broker than the one altered)
+    c.wait_until(
+        lambda: (
+            "retention.ms=12345"
+            in tool(
+                "configs",
+                "--bootstrap-server",
+                c.broker(others[1]).bootstrap,
+                "--describe",
+                "--entity-type",
+                "topics",
+                "--entity-name",
+                "ops",
+            ).stdout
+        ),
+        20,
+        "the new config seen from another broker",
+    )
+
+    # automatic preferred leader rebalance: after a clean bounce of a broker, leadership comes back to it
+    victim = others[1]
+    preferred = [p for p, reps in c.zk.assignment("ops").items() if reps[0] == victim]
+    assert preferred
+    assert c.sigterm(victim) == 0
+    assert all(c.partition_state("ops", p).leader != victim for p in preferred)  # type: ignore[union-attr]
+    c.restart(victim)
+    c.wait_until(
+        lambda: all(c.partition_state("ops", p).leader == victim for p in preferred),  # type: ignore[union-attr]
+        45,
+        "leadership back on the preferred replica",
+    )
+
+    r = tool("topics", *boot, "--delete", "--topic", "ops")
+    assert r.returncode == 0, r.stderr
+    c.wait_until(lambda: "ops" not in c.zk.topics(), 30, "ops gone from /brokers/topics")
+    assert c.zk.client.get_children("/admin/delete_topics") == []
+    assert c.zk.client.exists("/config/topics/ops") is None
+    for b in c.ids:
+        c.wait_until(
+            lambda b=b: (
+                not any(
+                    d.name.startswith("ops-") and not d.name.endswith("-delete")
+                    for d in c.broker(b).data_dir.iterdir()
+                )
+            ),
+            30,
+            f"ops removed from broker {b}",
+        )

@@ -221,6 +221,7 @@ class Controller:
             self._rebalance_task.cancel()
             self._rebalance_task = None
         self.ctx.reset()
+        self.reassign.legacy = {}
         self.ops.batch = self.ops.batch.__class__(self.ctx, self.broker_id)
         for cb in self._became_active:
             cb(False)
@@ -274,6 +275,7 @@ class Controller:
         self.put("IsrChangeNotification", self._isr_changes)
         self.put("TopicDeletion", self._deletions)
         self.put("PreferredReplicaElection", self._preferred_znode)
+        self.put("PartitionReassignment", self._reassign_znode)
         await self.zk.exists(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)
         if self.settings.auto_leader_rebalance:
             self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_timer())
@@ -451,6 +453,18 @@ class Controller:
         )
         return result
 
+    def _watch_reassign(self, _event: WatchedEvent) -> None:
+        self.put("PartitionReassignment", self._reassign_znode)
+
+    async def _reassign_znode(self) -> None:
+        got = await self.zk.get_or_none(Z.REASSIGN_PARTITIONS, watch=self._watch_reassign)
+        if got is None:
+            await self.zk.exists(Z.REASSIGN_PARTITIONS, watch=self._watch_reassign)
+            return
+        moves = Z.ReassignPartitionsZNode.decode(got[0])
+        if moves != self.reassign.legacy:
+            await self.reassign.from_znode(moves)
+
     # --- controlled shutdown ------------------------------------------------------------------------------
     async def controlled_shutdown(self, broker: int, broker_epoch: int) -> list[TP]:
         async def run() -> list[TP]:
@@ -517,6 +531,7 @@ class Controller:
 
     def _watch_preferred(self, _event: WatchedEvent) -> None:
         self.put("PreferredReplicaElection", self._preferred_znode)
+        self.put("PartitionReassignment", self._reassign_znode)
 
     async def _preferred_znode(self) -> None:
         got = await self.zk.get_or_none(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)

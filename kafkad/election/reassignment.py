@@ -22,7 +22,7 @@ from kafkad.election import znodes as Z
 from kafkad.election.context import TP, ControllerContext
 from kafkad.election.partition_ops import PartitionOps
 from kafkad.election.state_machines import reassign_election
-from kafkad.election.zk_client import SetOp
+from kafkad.election.zk_client import DeleteOp, NoNodeError, SetOp
 from kafkad.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 class Reassignments:
     def __init__(self, ops: PartitionOps) -> None:
         self.ops = ops
+        # moves asked through /admin/reassign_partitions (Kafka < 2.4 tools, zkCli): removed from the
+        # znode as they complete, the znode deleted when none is left (ZkReassignPartitionsHandler)
+        self.legacy: dict[TP, tuple[int, ...]] = {}
 
     @property
     def ctx(self) -> ControllerContext:
@@ -146,6 +149,40 @@ class Reassignments:
             ctx.replica_states.pop((tp, b), None)
             self.ops.batch.add_stop_replica(b, tp, delete=True)
         log.info("reassignment of %s-%d done: replicas %s", tp[0], tp[1], list(target))
+        if tp in self.legacy:
+            await self.prune_legacy()
+
+    async def from_znode(self, moves: Mapping[TP, tuple[int, ...]]) -> None:
+        """/admin/reassign_partitions was written: start what is not already moving to that target."""
+        ctx = self.ctx
+        self.legacy = dict(moves)
+        fresh = {
+            tp: t for tp, t in moves.items() if not (tp in ctx.reassigning and ctx.reassigning[tp][0] == t)
+        }
+        for tp, code in (await self.alter(fresh)).items():
+            if code != ErrorCode.NONE:
+                log.warning(
+                    "reassignment of %s-%d from %s refused: %s",
+                    tp[0],
+                    tp[1],
+                    Z.REASSIGN_PARTITIONS,
+                    code.name,
+                )
+                self.legacy.pop(tp, None)
+        await self.prune_legacy()
+
+    async def prune_legacy(self) -> None:
+        left = {tp: t for tp, t in self.legacy.items() if tp in self.ctx.reassigning}
+        if left == self.legacy and left:
+            return
+        self.legacy = left
+        try:
+            if left:
+                await self.ops.fenced([SetOp(Z.REASSIGN_PARTITIONS, Z.ReassignPartitionsZNode.encode(left))])
+            else:
+                await self.ops.fenced([DeleteOp(Z.REASSIGN_PARTITIONS)])
+        except NoNodeError:
+            pass
 
     def resume_from_znodes(self, topic: str, a: Z.TopicAssignment) -> list[TP]:
         """On failover: partitions whose topic znode records adding/removing replicas are still moving."""

@@ -207,6 +207,16 @@ def test_reassign_partitions_moves_replicas_and_data(
     cons.close()
     assert got == {f"v{i}".encode() for i in range(200)}
 
+    # the pre-2.4 way, as zkCli users do it: write /admin/reassign_partitions; the znode goes when done
+    c.zk.client.create(
+        "/admin/reassign_partitions",
+        json.dumps(
+            {"version": 1, "partitions": [{"topic": "mv", "partition": 0, "replicas": [1, 3]}]}
+        ).encode(),
+    )
+    c.wait_until(lambda: c.zk.client.exists("/admin/reassign_partitions") is None, 30, "the znode consumed")
+    assert c.zk.assignment("mv")[0] == [1, 3]
+
 
 def test_partitions_configs_deletion_and_auto_rebalance(
     zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]

@@ -15,7 +15,7 @@ TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/clu
               tests/bench/test_bench_helpers.py
 
 .PHONY: install run test test-unit test-integration test-spark test-packaging deb-deps packages \
-        lint typecheck bench docs clean
+        lint typecheck bench docs clean chaos
 
 # `make install`: the venv with kafkad and its development tools (no system packages needed).
 $(VENV)/.installed: pyproject.toml
@@ -64,6 +64,12 @@ test-packaging: $(VENV)/.test-installed
 
 packages: $(VENV)/.test-installed
 	bash packaging/build.sh
+
+# `make chaos`: the long fault run (>= 100 cycles of every nemesis against 3 brokers in network namespaces on a
+# 3-node ZooKeeper ensemble); JSON report + availability plot in chaos-report/. CHAOS_ARGS adds options
+# (e.g. CHAOS_ARGS="--seed 42 --cycles 200"); the short mode runs inside `make test` (tests/chaos).
+chaos: $(VENV)/.test-installed
+	$(PY) -m tests.chaos.main --mode long --out chaos-report $(CHAOS_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check kafkad tests

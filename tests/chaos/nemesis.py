@@ -21,7 +21,7 @@ import errno
 import os
 import random
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -131,6 +131,7 @@ class ProcessFault:
         self.topic = topic
         self.partitions = partitions
         self.name = f"{action}-{pick}"
+        self.min_hold_s = 0.0  # the schedule holds the fault at least this long (SIGSTOP past a session)
         self.target: int | None = None
         self.exit_codes: list[int] = []
 
@@ -272,3 +273,48 @@ class DamagedSegment:
 
     def heal(self) -> None:
         pass
+
+
+class NetPartition:
+    """A network partition made with nftables between namespaces (tests/chaos/netns.py).
+
+    kinds: `isolate` (a broker from the other brokers; ZooKeeper and clients still reach it), `isolate-zk`
+    (a broker from ZooKeeper only), `isolate-all` (from brokers, ZooKeeper and clients), `split` (a
+    random minority of brokers from the majority).
+    """
+
+    KINDS = ("isolate", "isolate-zk", "isolate-all", "split")
+
+    def __init__(
+        self, net: ChaosNetLike, brokers: Brokers, kind: str, pick: str, topic: str, partitions: int
+    ) -> None:
+        assert kind in self.KINDS and pick in PICKS
+        self.net = net
+        self.brokers = brokers
+        self.kind = kind
+        self.pick = pick
+        self.topic = topic
+        self.partitions = partitions
+        self.name = f"partition-{kind}-{pick}"
+
+    def inject(self, rng: random.Random) -> str:
+        t = pick_broker(self.brokers, self.pick, self.topic, self.partitions, rng)
+        if self.kind == "isolate":
+            self.net.isolate(t)
+        elif self.kind == "isolate-zk":
+            self.net.cut_zookeeper(t)
+        elif self.kind == "isolate-all":
+            self.net.isolate(t, from_zookeeper=True, from_clients=True)
+        else:
+            self.net.split([t])
+        return f"broker {t}"
+
+    def heal(self) -> None:
+        self.net.heal()
+
+
+class ChaosNetLike(Protocol):
+    def isolate(self, host: int, *, from_zookeeper: bool = False, from_clients: bool = False) -> None: ...
+    def cut_zookeeper(self, host: int) -> None: ...
+    def split(self, side: Iterable[int]) -> None: ...
+    def heal(self) -> None: ...

@@ -83,6 +83,7 @@ def run_chaos(
     threshold_s: float = 1.0,
     warmup_s: float = 2.0,
     healthy: Callable[[], bool] = lambda: True,
+    describe: Callable[[], str] = lambda: "",
 ) -> ChaosResult:
     print(f"chaos seed {seed} ({cycles} cycles of {[n.name for n in nemeses]})", flush=True)
     h = workload.h
@@ -102,20 +103,24 @@ def run_chaos(
             try:
                 target = nem.inject(rng)
                 injected = True
-            except AssertionError as e:  # no target to hit (e.g. no leader yet): a finding, not a crash
-                errors.append(f"cycle {i} {nem.name}: inject failed: {e}"[-3000:])
+            except Exception as e:  # no target to hit, a broker that did not start: a finding, not a crash
+                errors.append(f"cycle {i} {nem.name}: inject failed: {e!r}"[-3000:])
                 target = "(inject failed)"
-            time.sleep(step.hold_s)  # the fault's duration: the experiment itself
+            # the fault's duration: the experiment itself
+            time.sleep(max(step.hold_s, float(getattr(nem, "min_hold_s", 0.0))))
             try:
                 if injected:
                     nem.heal()
-            except AssertionError as e:
-                errors.append(f"cycle {i} {nem.name}: heal failed: {e}"[-3000:])
+            except Exception as e:
+                errors.append(f"cycle {i} {nem.name}: heal failed: {e!r}"[-3000:])
             t1 = h.now()
             h.add_fault(Fault(nem.name, target, t0, t1))
             log.info("cycle %d: %s %s held %.1fs", i, nem.name, target, t1 - t0)
             deadline = time.monotonic() + recover_timeout_s
-            while not healthy() and time.monotonic() < deadline:
+            while not healthy():
+                if time.monotonic() >= deadline:
+                    unrecovered.append({"after": f"cycle {i} {nem.name}", "unhealthy": describe()[-3000:]})
+                    break
                 time.sleep(0.1)
             _wait_acks(
                 workload, t1, max(1.0, deadline - time.monotonic()), f"cycle {i} {nem.name}", unrecovered

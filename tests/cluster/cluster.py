@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.retry import KazooRetry
 
 from tests.integration.broker_process import BrokerProcess
 
@@ -73,6 +74,12 @@ class ZkView:
     def __init__(self, connect: str, timeout_s: float = 15.0) -> None:
         self.client = KazooClient(hosts=connect, timeout=timeout_s)
         self.client.start(timeout=timeout_s)
+        # reads ride out a ZooKeeper member's loss (connection loss -> the next member), bounded
+        self._retry = KazooRetry(max_tries=40, delay=0.05, max_delay=1.0, ignore_expire=False)
+
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        result: T = self._retry(fn, *args)
+        return result
 
     def close(self) -> None:
         self.client.stop()
@@ -86,7 +93,7 @@ class ZkView:
 
     def _json(self, path: str) -> tuple[Any, int] | None:
         try:
-            data, stat = self.client.get(path)
+            data, stat = self._call(self.client.get, path)
         except NoNodeError:
             return None
         if not data:
@@ -99,25 +106,25 @@ class ZkView:
 
     def controller_epoch(self) -> int | None:
         try:
-            data, _ = self.client.get("/controller_epoch")
+            data, _ = self._call(self.client.get, "/controller_epoch")
         except NoNodeError:
             return None
         return int(data.decode()) if data else None
 
     def broker_ids(self) -> list[int]:
         try:
-            return sorted(int(x) for x in self.client.get_children("/brokers/ids"))
+            return sorted(int(x) for x in self._call(self.client.get_children, "/brokers/ids"))
         except NoNodeError:
             return []
 
     def broker_epoch(self, broker_id: int) -> int | None:
         """czxid of /brokers/ids/<id> (KIP-380), None when the broker is not registered."""
-        stat = self.client.exists(f"/brokers/ids/{broker_id}")
+        stat = self._call(self.client.exists, f"/brokers/ids/{broker_id}")
         return int(stat.czxid) if stat is not None else None
 
     def topics(self) -> list[str]:
         try:
-            return sorted(self.client.get_children("/brokers/topics"))
+            return sorted(self._call(self.client.get_children, "/brokers/topics"))
         except NoNodeError:
             return []
 

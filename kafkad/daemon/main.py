@@ -186,6 +186,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     )
     replicas = ReplicaManager(log_manager, broker_id)
     n = replicas.load_from_logs()
+    offline = len(replicas.offline_partitions())  # their files failed: ERROR lines name them
+    serving = f"serving {n} partitions" + (f", {offline} offline (storage errors)" if offline else "")
     producer_ids = ProducerIdManager(dirs, config.server.producer_id_block_size)
     await loop.run_in_executor(None, producer_ids.load)
     broker = Broker(config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id)
@@ -214,7 +216,6 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     if gate is not None:  # after replication: in a cluster, only leaders ship (positions in ZooKeeper)
         from kafkad.daemon.bridge_service import start_bridge
 
-        serving = f"serving {n} partitions"
         bridge = start_bridge(
             config.bridge,
             log_manager,
@@ -246,7 +247,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         await loop.run_in_executor(None, watcher.start)
     if cluster is not None:
         await cluster.start(broker)
-    ops.ready(f"serving {n} partitions")
+    ops.ready(serving)
     log.info(
         "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s",
         __version__,

@@ -202,12 +202,13 @@ class LogManager(LogManagerPasses):
             seconds=time.monotonic() - started,
         )
         log.info(
-            "loaded %d partitions from %d log dirs (%d clean) in %.3f s, %d recovered",
-            len(jobs),
+            "loaded %d partitions from %d log dirs (%d clean) in %.3f s, %d recovered, %d offline",
+            len(jobs) - len(self._offline),
             len(self._dirs),
             clean_dirs,
             self.load_stats.seconds,
             self.load_stats.recovered,
+            len(self._offline),
         )
 
     def _open_or_fail(self, req: OpenRequest) -> tuple[PartitionLog, dict[str, str]] | Exception:

@@ -103,6 +103,7 @@ def test_an_unloadable_partition_goes_offline_alone(
     text = broker.log_text()
     errors = [line for line in text.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and str(bad) in errors[0] and "faults-1" in errors[0], errors
+    assert re.search(r"loaded 4 partitions .* 0 recovered, 1 offline", text), text[-2000:]
 
     raw = Raw(broker.port)
     try:

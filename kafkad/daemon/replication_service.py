@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from kafkad.replication.fetcher import FetcherConfig, FetcherManager
 from kafkad.replication.metadata_cache import MetadataCache
+from kafkad.replication.partition import Partition
+from kafkad.replication.replica_selector import preferred_read_replica, rack_aware
 
 if TYPE_CHECKING:
     from kafkad.daemon.broker import Broker
@@ -72,6 +74,22 @@ async def _every(interval_ms: int, what: str, step: Callable[[], object]) -> Non
             log.exception("periodic %s failed", what)
 
 
+def _install_selector(broker: Broker, cache: MetadataCache) -> None:
+    """replica.selector.class = RackAwareReplicaSelector: the Fetch handler's KIP-392 choice."""
+    if not rack_aware(broker.config.get("replica.selector.class")):  # type: ignore[arg-type]
+        return
+    own_rack = broker.config.server.rack
+
+    def rack_of(broker_id: int) -> str | None:
+        info = cache.broker(broker_id)
+        return None if info is None else info.rack
+
+    def select(part: Partition, client_rack: str) -> int:
+        return preferred_read_replica(part, client_rack, own_rack, rack_of)
+
+    broker.services["replica_selector"] = select
+
+
 async def start_replication(broker: Broker) -> ReplicationService:
     clock = broker.clock
     cache = MetadataCache(broker.broker_id)
@@ -88,6 +106,7 @@ async def start_replication(broker: Broker) -> ReplicationService:
     from kafkad.daemon.groups.ownership import install
 
     install(broker)  # the group coordinator follows __consumer_offsets leadership
+    _install_selector(broker, cache)
     service = ReplicationService(broker, fetchers, cache)
     loop = asyncio.get_running_loop()
     lag_ms = int(broker.config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]

@@ -197,6 +197,11 @@ class Partition:
         if log.log_start_offset < leader_log_start <= log.high_watermark:
             log.delete_records(leader_log_start)
 
+    def follower_leo(self, replica_id: int) -> int:
+        """The log end offset the leader last saw follower `replica_id` fetch from (-1: unknown)."""
+        state = self._followers.get(replica_id)
+        return -1 if state is None else state.leo
+
     # --- ISR changes (leader, cluster mode) --------------------------------------------------------
     def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...]:
         """Kafka's getOutOfSyncReplicas: ISR followers behind the leader's LEO that have not caught

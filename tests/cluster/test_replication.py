@@ -14,12 +14,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from kafkad.protocol import ApiKey
 from tests.cluster.cluster import KafkadCluster
-from tests.cluster.test_election import create_topic
+from tests.cluster.test_election import create_topic, request
 from tests.cluster.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(180)]
@@ -291,3 +293,68 @@ def test_group_coordinator_follows_offsets_leadership(
     c.wait_leader("__consumer_offsets", gp, timeout_s=30, exclude=[coordinator])
     second = consume(10, commit=False)
     assert second[:1] == [committed], (committed, second[:5])
+
+
+def test_rack_aware_reads_go_to_the_in_sync_replica_in_the_consumers_rack(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    selector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+    c = kafkad_cluster(
+        zk_server.connect_string,
+        3,
+        overrides={**OVERRIDES, "replica.selector.class": selector},
+        broker_overrides={b: {"broker.rack": f"rack{b}"} for b in (1, 2, 3)},
+    )
+    c.wait_registered([1, 2, 3], timeout_s=30)
+    c.wait_controller(timeout_s=30)
+    assert create_topic(c.bootstrap.split(",")[0], TOPIC, 1, 3)["error_code"] == 0
+    state = c.wait_until(
+        lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s, 30, "full ISR"
+    )
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+    for i in range(200):
+        p.produce(TOPIC, value=b"r%03d" % i, partition=0)
+    assert p.flush(30) == 0
+    follower = next(b for b in c.ids if b != state.leader)
+
+    def fetch(bid: int, rack: str) -> dict[str, Any]:
+        body = {
+            "replica_id": -1,
+            "max_wait_ms": 0,
+            "min_bytes": 0,
+            "rack_id": rack,
+            "topics": [
+                {
+                    "topic": TOPIC,
+                    "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+                }
+            ],
+        }
+        return request(c.broker(bid).bootstrap, ApiKey.FETCH, 11, body)["responses"][0]["partitions"][0]  # type: ignore[no-any-return]
+
+    # the leader points a consumer of the follower's rack there, and serves its own rack itself
+    redirected = fetch(state.leader, f"rack{follower}")
+    assert redirected["preferred_read_replica"] == follower and not redirected["records"], redirected
+    local = fetch(state.leader, f"rack{state.leader}")
+    assert local["preferred_read_replica"] == -1 and local["records"]
+    # a consumer with client.rack reads everything (librdkafka follows the preferred replica)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": c.bootstrap,
+            "group.id": "rack-reader",
+            "client.rack": f"rack{follower}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 200 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append(bytes(msg.value()))
+        assert got == [b"r%03d" % i for i in range(200)]
+    finally:
+        consumer.close()

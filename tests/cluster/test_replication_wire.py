@@ -130,11 +130,12 @@ async def produce(ch: BrokerChannel, values: list[bytes], acks: int = -1) -> dic
     return part
 
 
-async def fetch(ch: BrokerChannel, offset: int) -> dict[str, Any]:
+async def fetch(ch: BrokerChannel, offset: int, version: int = 11, rack: str = "") -> dict[str, Any]:
     body = {
         "replica_id": -1,
         "max_wait_ms": 0,
         "min_bytes": 0,
+        "rack_id": rack,
         "topics": [
             {
                 "topic": TOPIC,
@@ -142,9 +143,20 @@ async def fetch(ch: BrokerChannel, offset: int) -> dict[str, Any]:
             }
         ],
     }
-    resp = await ch.request(ApiKey.FETCH, 11, body)
+    resp = await ch.request(ApiKey.FETCH, version, body)
     part: dict[str, Any] = resp["responses"][0]["partitions"][0]
     return part
+
+
+async def until_async(
+    call: Callable[[], Awaitable[dict[str, Any]]], ok: Callable[[dict[str, Any]], bool], what: str
+) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while not ok(await call()):
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
 
 
 def segment(b: BrokerProcess) -> bytes:
@@ -189,8 +201,14 @@ def test_acks_all_follower_copies_byte_for_byte_and_fencing(
         await until(lambda: segment(b2) == segment(b1), "identical segments")
         assert len(segment(b1)) > 0
         # a follower does not serve consumers
-        assert (await fetch(c2, 0))["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        # a follower serves no consumer before Fetch v11; from v11 (KIP-392) it serves up to its HW
+        assert (await fetch(c2, 0, version=10))["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
         hw = (await fetch(c1, 0))["high_watermark"]
+        await until_async(lambda: fetch(c2, 0), lambda r: r["high_watermark"] == hw, "the follower's HW")
+        from_follower = await fetch(c2, 0)
+        assert from_follower["error_code"] == 0 and bytes(from_follower["records"]).startswith(
+            segment(b1)[:61]
+        )
         assert hw == sum(range(1, 21))
         # fencing: the same leader epoch again, an older controller epoch, a stale broker epoch
         assert lai_errors(

@@ -10,7 +10,9 @@ read_committed reads the same as read_uncommitted: no transactions, so LSO = HW.
 A follower (replica_id >= 0) reads up to the log end and its fetch offset is its log end offset
 (Partition.update_follower_position: HW, ISR expansion). A current_leader_epoch (v9+) other than ours
 answers FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer), as KIP-320. replica_id -2 (Kafka's
-debugging consumer) may read a follower, up to its high watermark.
+debugging consumer) and consumers at v11+ (KIP-392) may read a follower, up to its high watermark; with
+replica.selector.class set, a leader points a consumer that sent its rack to an in-sync replica there
+(preferred_read_replica, no records).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.replication.partition import Partition
 
 DEBUGGING_CONSUMER_ID = -2  # Kafka's: reads any replica up to its HW (kafkad-replica-verification)
+SELECTOR_KEY = "replica_selector"  # cluster mode with replica.selector.class: (partition, rack) -> replica
 READ_COMMITTED = 1
 _NO_ABORTED: list[Any] = []
 
@@ -67,7 +70,10 @@ def _read_all(
     replicas = ctx.broker.replicas
     replica_id = body.get("replica_id", -1)
     follower = replica_id >= 0
-    debugging = replica_id == DEBUGGING_CONSUMER_ID
+    # Reads a follower may serve: Kafka's debugging consumer, and consumers at v11+ (KIP-392), up to its HW.
+    from_any_replica = replica_id == DEBUGGING_CONSUMER_ID or (replica_id == -1 and ctx.version >= 11)
+    client_rack = body.get("rack_id") or ""
+    selector = ctx.broker.services.get(SELECTOR_KEY) if client_rack and not follower else None
     now_ms = ctx.broker.clock.time_ms() if follower else 0
     budget = max(0, int(body.get("max_bytes", 0x7FFFFFFF)))
     total = 0
@@ -100,7 +106,7 @@ def _read_all(
                 "records": [],
             }
             try:
-                if not part.is_leader and not debugging:
+                if not part.is_leader and not from_any_replica:
                     raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 epoch = p.get("current_leader_epoch", -1)
                 if epoch != part.leader_epoch and epoch >= 0:  # Fetch v9+ (KIP-320)
@@ -109,6 +115,13 @@ def _read_all(
                         if epoch < part.leader_epoch
                         else ErrorCode.UNKNOWN_LEADER_EPOCH
                     )
+                if selector is not None:
+                    preferred = selector(part, client_rack)
+                    if preferred >= 0:  # KIP-392: read from an in-sync replica in the client's rack
+                        out["preferred_read_replica"] = preferred
+                        errors = True  # answer now, as Kafka does with a preferred read replica
+                        parts.append(out)
+                        continue
                 limit = min(int(p["partition_max_bytes"]), budget - total)
                 if limit > 0 or total == 0:
                     result = part.read_records(

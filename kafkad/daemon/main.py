@@ -165,6 +165,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         from kafkad.daemon.cluster_mode import ClusterMode
 
         cluster = await ClusterMode.connect(config)
+        await security.use_zookeeper(cluster.zk)  # SCRAM users and ACLs shared through ZooKeeper
     meta = cluster.meta_args() if cluster else {}
     broker_id, cluster_id = await loop.run_in_executor(
         None, lambda: ensure_meta_properties(dirs, config.server.broker_id, **meta)
@@ -323,6 +324,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     if cluster is not None:
         await cluster.close()
     await loop.run_in_executor(None, log_manager.shutdown)
+    security.close()
     await ops.close()
     log.info("shut down cleanly")
     return 0

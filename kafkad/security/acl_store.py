@@ -9,6 +9,7 @@ A ZooKeeper store (cluster mode, with /kafka-acl-changes notifications) implemen
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from pathlib import Path
@@ -20,7 +21,7 @@ from kafkad.storage.checkpoints import write_atomic
 FILE_NAME = "kafkad-acls.json"
 _KEYS = {PatternType.LITERAL: "kafka-acl", PatternType.PREFIXED: "kafka-acl-extended/prefixed"}
 # Kafka's ZooKeeper names: "Topic", "Group", "Cluster", "TransactionalId", "DelegationToken", "User".
-_TYPE_NAMES = {
+TYPE_NAMES = {
     ResourceType.TOPIC: "Topic",
     ResourceType.GROUP: "Group",
     ResourceType.CLUSTER: "Cluster",
@@ -28,7 +29,7 @@ _TYPE_NAMES = {
     ResourceType.DELEGATION_TOKEN: "DelegationToken",
     ResourceType.USER: "User",
 }
-_TYPES = {v: k for k, v in _TYPE_NAMES.items()}
+TYPES = {v: k for k, v in TYPE_NAMES.items()}
 
 
 def _camel(name: str) -> str:
@@ -39,10 +40,26 @@ _OPS = {_camel(o.name): o for o in Operation}
 _PERMS = {_camel(p.name): p for p in Permission}
 
 
+def binding_from_json(rtype: ResourceType, name: str, ptype: PatternType, a: dict[str, Any]) -> AclBinding:
+    """One entry of a Kafka ACL znode's "acls" list."""
+    return AclBinding(
+        rtype, name, ptype, a["principal"], a["host"], _OPS[a["operation"]], _PERMS[a["permissionType"]]
+    )
+
+
+def entry_json(b: AclBinding) -> dict[str, str]:
+    return {
+        "principal": b.principal,
+        "permissionType": _camel(b.permission.name),
+        "operation": _camel(b.operation.name),
+        "host": b.host,
+    }
+
+
 class AclStore(Protocol):
     def load(self) -> list[AclBinding]: ...
-    def save(self, bindings: list[AclBinding]) -> None:
-        """Store the whole set (blocking: call from an executor); raises OSError."""
+    async def save(self, bindings: list[AclBinding]) -> None:
+        """Store the whole set; raises OSError (file) or a ZooKeeper error."""
         ...
 
 
@@ -59,37 +76,22 @@ class FileAclStore:
         for ptype, key in _KEYS.items():
             for tname, resources in data.get(key, {}).items():
                 for name, node in resources.items():
-                    for a in node.get("acls", []):
-                        out.append(
-                            AclBinding(
-                                _TYPES[tname],
-                                name,
-                                ptype,
-                                a["principal"],
-                                a["host"],
-                                _OPS[a["operation"]],
-                                _PERMS[a["permissionType"]],
-                            )
-                        )
+                    out += [binding_from_json(TYPES[tname], name, ptype, a) for a in node.get("acls", [])]
         return out
 
-    def save(self, bindings: list[AclBinding]) -> None:
+    async def save(self, bindings: list[AclBinding]) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self._save, bindings)
+
+    def _save(self, bindings: list[AclBinding]) -> None:
         data: dict[str, dict[str, dict[str, Any]]] = {"version": 1}  # type: ignore[dict-item]
         for b in sorted(
             bindings, key=lambda b: (b.pattern_type, b.resource_type, b.name, b.principal, b.operation)
         ):
             node = (
                 data.setdefault(_KEYS[b.pattern_type], {})
-                .setdefault(_TYPE_NAMES[b.resource_type], {})
+                .setdefault(TYPE_NAMES[b.resource_type], {})
                 .setdefault(b.name, {"version": 1, "acls": []})
             )
-            node["acls"].append(
-                {
-                    "principal": b.principal,
-                    "permissionType": _camel(b.permission.name),
-                    "operation": _camel(b.operation.name),
-                    "host": b.host,
-                }
-            )
+            node["acls"].append(entry_json(b))
         with self._lock:
             write_atomic(self.path, (json.dumps(data, indent=1) + "\n").encode(), mode=0o600)

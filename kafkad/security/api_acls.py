@@ -167,6 +167,27 @@ _wrap_delete_records = _per_topic(Operation.DELETE, low_watermark=-1)
 _wrap_offset_commit = _per_topic(Operation.READ, pre=_offset_commit_pre)
 
 
+def _offset_delete_pre(ctx: RequestContext, request: Request, _parts: Any) -> Body | None:
+    require_group(ctx, Operation.DELETE, request.body["group_id"])
+    return None
+
+
+_wrap_offset_delete = _per_topic(Operation.READ, pre=_offset_delete_pre)
+
+
+def _wrap_cluster(op: Operation) -> Callable[[Handler], Handler]:
+    """APIs on the cluster as a whole (ElectLeaders, reassignments, DescribeCluster, inter-broker)."""
+
+    def wrap(fn: Handler) -> Handler:
+        async def h(ctx: RequestContext, request: Request) -> Body | None:
+            require_cluster(ctx, op)
+            return await fn(ctx, request)
+
+        return h
+
+    return wrap
+
+
 def _wrap_offset_fetch(fn: Handler) -> Handler:
     async def h(ctx: RequestContext, request: Request) -> Body | None:
         require_group(ctx, Operation.DESCRIBE, request.body["group_id"])
@@ -337,14 +358,6 @@ def _wrap_init_producer_id(fn: Handler) -> Handler:
     return h
 
 
-def _wrap_cluster_action(fn: Handler) -> Handler:
-    async def h(ctx: RequestContext, request: Request) -> Body | None:
-        require_cluster(ctx, Operation.CLUSTER_ACTION)
-        return await fn(ctx, request)
-
-    return h
-
-
 def _refuse_unchecked(fn: Handler) -> Handler:
     async def h(ctx: RequestContext, request: Request) -> Body | None:
         require_cluster(ctx, Operation.ALL)  # only super users (or ALL on the cluster) use an unchecked API
@@ -402,10 +415,10 @@ WRAPPERS: Mapping[int, Callable[[Handler], Handler]] = {
     3: _wrap_metadata,
     1: _wrap_fetch,
     2: _wrap_list_offsets,
-    4: _wrap_cluster_action,  # LeaderAndIsr
-    5: _wrap_cluster_action,  # StopReplica
-    6: _wrap_cluster_action,  # UpdateMetadata
-    7: _wrap_cluster_action,  # ControlledShutdown
+    4: _wrap_cluster(Operation.CLUSTER_ACTION),  # LeaderAndIsr
+    5: _wrap_cluster(Operation.CLUSTER_ACTION),  # StopReplica
+    6: _wrap_cluster(Operation.CLUSTER_ACTION),  # UpdateMetadata
+    7: _wrap_cluster(Operation.CLUSTER_ACTION),  # ControlledShutdown
     8: _wrap_offset_commit,
     9: _wrap_offset_fetch,
     10: _wrap_find_coordinator,
@@ -424,6 +437,13 @@ WRAPPERS: Mapping[int, Callable[[Handler], Handler]] = {
     33: _wrap_configs(Operation.ALTER_CONFIGS, "responses"),
     37: _wrap_create_partitions,
     42: _wrap_delete_groups,
+    43: _wrap_cluster(Operation.ALTER),  # ElectLeaders
+    44: _wrap_configs(Operation.ALTER_CONFIGS, "responses"),  # IncrementalAlterConfigs
+    45: _wrap_cluster(Operation.ALTER),  # AlterPartitionReassignments
+    46: _wrap_cluster(Operation.DESCRIBE),  # ListPartitionReassignments
+    47: _wrap_offset_delete,
+    56: _wrap_cluster(Operation.CLUSTER_ACTION),  # AlterPartition
+    60: _wrap_cluster(Operation.DESCRIBE),  # DescribeCluster
 }
 # Checked inside their own handlers or open to all: ApiVersions (18), SaslHandshake (17), SaslAuthenticate
 # (36), the ACL APIs (29-31) and SCRAM credential APIs (50, 51).

@@ -9,6 +9,7 @@ A ZooKeeper-backed store (cluster mode) implements the same four methods.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from pathlib import Path
@@ -26,10 +27,10 @@ class CredentialStore(Protocol):
         """user -> mechanism -> iterations."""
         ...
 
-    def alter(
+    async def alter(
         self, upserts: list[tuple[str, str, ScramCredential]], deletions: list[tuple[str, str]]
     ) -> None:
-        """Apply all (blocking: call from an executor); raises OSError when it cannot be stored."""
+        """Apply all; raises OSError (file) or a ZooKeeper error when it cannot be stored."""
         ...
 
 
@@ -58,7 +59,7 @@ class MemoryCredentialStore:
             out.setdefault(user, {})[mech] = cred
         return {u: ms for u, ms in out.items() if ms}
 
-    def alter(
+    async def alter(
         self, upserts: list[tuple[str, str, ScramCredential]], deletions: list[tuple[str, str]]
     ) -> None:
         self._users = self._apply(self._users, upserts, deletions)
@@ -76,7 +77,12 @@ class FileCredentialStore(MemoryCredentialStore):
                 for u, ms in data.get("users", {}).items()
             }
 
-    def alter(
+    async def alter(
+        self, upserts: list[tuple[str, str, ScramCredential]], deletions: list[tuple[str, str]]
+    ) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self._write, upserts, deletions)
+
+    def _write(
         self, upserts: list[tuple[str, str, ScramCredential]], deletions: list[tuple[str, str]]
     ) -> None:
         with self._lock:

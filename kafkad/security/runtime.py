@@ -1,14 +1,16 @@
 """The broker's security services in one place (broker.services["security"]): TLS contexts and their
 reload, per-connection sessions, the SCRAM credential store and the authorizer.
 
-Standalone, credentials and ACLs are local files in the first log dir; in cluster mode a ZooKeeper store
-(same interfaces, Kafka's /config/users and /kafka-acl layout) can be passed in instead.
+Standalone, credentials and ACLs are local files in the first log dir; in cluster mode `use_zookeeper`
+switches both to ZooKeeper (kafkad.security.zk_store: Kafka's /config/users and /kafka-acl layout, shared
+by every broker, change notifications applied live).
 """
 
 from __future__ import annotations
 
 import ssl
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkad.daemon.dispatcher import Dispatcher
 from kafkad.security.acl import AclBinding, Authorizer
@@ -18,6 +20,10 @@ from kafkad.security.credentials import FILE_NAME, CredentialStore, FileCredenti
 from kafkad.security.session import Authenticators, Session
 from kafkad.security.settings import METRICS_TLS, Protocol, SecurityConfig
 from kafkad.security.tls import TlsReloader
+
+if TYPE_CHECKING:
+    from kafkad.election.zk_client import ZkClient
+    from kafkad.security.zk_store import ZkSecurityStore
 
 
 class SecurityRuntime:
@@ -32,6 +38,7 @@ class SecurityRuntime:
         self.config = config
         self.credentials: CredentialStore = credentials or FileCredentialStore(state_dir / FILE_NAME)
         self.acl_store: AclStore = acls or FileAclStore(state_dir / ACL_FILE)
+        self.zk_store: ZkSecurityStore | None = None
         # The authorizer exists only with authorizer.class.name (broker.authorizer: None = allow all).
         self.authorizer: Authorizer | None = (
             Authorizer(
@@ -44,9 +51,12 @@ class SecurityRuntime:
         if config.metrics_tls is not None:
             tls[METRICS_TLS] = config.metrics_tls
         self.tls: TlsReloader | None = TlsReloader(tls) if tls else None
-        self._auth = {
-            n: Authenticators(ls, self.credentials, config.reauth_ms)
-            for n, ls in config.listeners.items()
+        self._auth = self._authenticators()
+
+    def _authenticators(self) -> dict[str, Authenticators]:
+        return {
+            n: Authenticators(ls, self.credentials, self.config.reauth_ms)
+            for n, ls in self.config.listeners.items()
             if ls.protocol is not Protocol.PLAINTEXT
         }
 
@@ -67,9 +77,22 @@ class SecurityRuntime:
         auth = self._auth.get(listener)
         return Session(dispatcher, auth) if auth is not None else None
 
-    def save_acls(self, bindings: list[AclBinding]) -> None:
-        """Store the whole ACL set (blocking: from an executor)."""
-        self.acl_store.save(bindings)
+    async def use_zookeeper(self, zk: ZkClient) -> None:
+        """Cluster mode: credentials and ACLs live in ZooKeeper (Kafka's layout), shared by the brokers."""
+        from kafkad.security.zk_store import ZkSecurityStore
+
+        def on_acls(bindings: list[AclBinding]) -> None:
+            if self.authorizer is not None:
+                self.authorizer.replace(bindings)
+
+        store = ZkSecurityStore(zk, on_acls)
+        await store.start()
+        self.credentials = self.acl_store = self.zk_store = store
+        self._auth = self._authenticators()  # before the listeners open: no session holds the old store
+
+    def close(self) -> None:
+        if self.zk_store is not None:
+            self.zk_store.close()
 
     def reload_tls(self) -> None:
         if self.tls is not None:

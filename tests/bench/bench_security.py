@@ -239,7 +239,7 @@ def bench_authorizer(base: Path, runs: int) -> None:
         b = BrokerProcess(base / f"authz-{name}", {"num.partitions": "1", **extra})
         (b.data_dir).mkdir(parents=True, exist_ok=True)
         # ANONYMOUS may describe topic-5 (and 9,999 other ACLs exist).
-        FileAclStore(b.data_dir / "kafkad-acls.json").save(
+        FileAclStore(b.data_dir / "kafkad-acls.json")._save(
             [
                 *acls,
                 AclBinding(

@@ -7,7 +7,6 @@ index sees them; a store failure answers UNKNOWN_SERVER_ERROR and changes nothin
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,8 +106,7 @@ def _binding(c: Mapping[str, Any]) -> AclBinding | str:
 
 
 async def _store(ctx: RequestContext, bindings: list[AclBinding]) -> None:
-    security = ctx.broker.services["security"]
-    await asyncio.get_running_loop().run_in_executor(None, security.save_acls, bindings)
+    await ctx.broker.services["security"].acl_store.save(bindings)
 
 
 def _create_error(request: Request, code: ErrorCode) -> Mapping[str, Any]:

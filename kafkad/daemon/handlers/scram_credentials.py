@@ -9,7 +9,6 @@ the cluster when an authorizer is configured.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -141,7 +140,7 @@ async def alter(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     dels = [d for d in dels if d[0] not in errors]
     ups = [u for u in ups if u[0] not in errors]
     if dels or ups:
-        await asyncio.get_running_loop().run_in_executor(None, store.alter, ups, dels)
+        await store.alter(ups, dels)
     results = []
     for name in sorted(deleted | upserted):
         code, msg = errors.get(name, (ErrorCode.NONE, None))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def test_file_store_roundtrip_in_kafka_layout(tmp_path: Path) -> None:
         b(T, "orders", "User:alice", R),
         b(C, "kafka-cluster", "User:x", Operation.CLUSTER_ACTION),
     ]
-    store.save(acls)
+    asyncio.run(store.save(acls))
     text = (tmp_path / "acls.json").read_text()
     assert (
         '"kafka-acl-extended/prefixed"' in text

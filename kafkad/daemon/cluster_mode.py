@@ -211,6 +211,10 @@ class ClusterMode:
             entity = Z.ConfigChangeZNode.decode(got[0]) if got else ""
             if entity.startswith("topics/"):
                 await self._apply_topic_config(entity.split("/", 1)[1])
+            elif entity.startswith("brokers/") and self.broker is not None:
+                dynamic = self.broker.services.get("dynamic_config")  # daemon/dynamic_config.py
+                if dynamic is not None:
+                    await dynamic.reload()
 
     async def _apply_topic_config(self, topic: str) -> None:
         assert self.admin is not None and self.broker is not None

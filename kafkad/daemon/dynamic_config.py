@@ -9,8 +9,9 @@ server.properties (and --override) > the built-in default. Any other key is refu
 
 Values are kept by a DynamicConfigStore (entity -> key -> value; the entity is DEFAULT_ENTITY or a broker
 id, as ZooKeeper's /config/brokers/<default> and /config/brokers/<id>). Standalone uses
-LocalDynamicConfigStore, a JSON file in the first log dir written atomically; a ZooKeeper store can take
-its place behind the same two methods.
+LocalDynamicConfigStore, a JSON file in the first log dir written atomically; cluster mode uses
+election/broker_config_store.py (ZooKeeper, with a /config/changes notification every broker applies
+through `reload`).
 
 Applying rebuilds the whole BrokerConfig from the static settings plus the dynamic layers (so every
 reader of `broker.config` sees one consistent config), then pushes the live parts into the components
@@ -185,6 +186,30 @@ class DynamicBrokerConfig:
             apply(self.broker, new)
             log.info("dynamic broker config %s: %s", entity, dict(configs) or "(none)")
 
+    async def reload(self) -> None:
+        """Another broker changed a dynamic config (cluster mode: a /config/changes notification)."""
+        async with self._lock:
+            loop = asyncio.get_running_loop()
+            entities = _dynamic_only(await loop.run_in_executor(None, self.store.load))
+            try:
+                new = layered(self.static, entities, self.broker.broker_id)
+            except ConfigError as e:
+                log.error("dynamic broker configs from the store not applied: %s", e)
+                return
+            self.entities = entities
+            apply(self.broker, new)
+            log.info("dynamic broker configs reloaded: %s", entities or "(none)")
+
+
+def _dynamic_only(entities: Entities) -> Entities:
+    """Stored keys that are not dynamic (an older or newer version wrote them) are logged and skipped."""
+    out: Entities = {}
+    for entity, configs in entities.items():
+        out[entity] = {k: v for k, v in configs.items() if k in DYNAMIC_KEYS}
+        for k in sorted(set(configs) - set(out[entity])):
+            log.warning("dynamic broker config %s: %s is not dynamic, ignored", entity, k)
+    return out
+
 
 def apply(broker: Broker, new: BrokerConfig) -> None:
     """Switch the broker to `new` and push the live keys into the components holding copies."""
@@ -204,16 +229,15 @@ def apply(broker: Broker, new: BrokerConfig) -> None:
         bridge.shipper.set_rate_limit(new.bridge.rate_limit_bytes_per_sec)
 
 
-def load_layered(static: BrokerConfig, broker_id: int) -> tuple[BrokerConfig, DynamicConfigStore, Entities]:
-    """At start (blocking): the stored dynamic configs over `static`. A stored value the current
-    version refuses is logged and skipped rather than stopping the broker."""
-    store = LocalDynamicConfigStore.in_dir(static.storage.log_dirs[0])
-    entities = store.load()
-    for entity in list(entities):
-        kept = {k: v for k, v in entities[entity].items() if k in DYNAMIC_KEYS}
-        for k in sorted(set(entities[entity]) - set(kept)):
-            log.warning("dynamic broker config %s: %s is not dynamic, ignored", entity, k)
-        entities[entity] = kept
+def load_layered(
+    static: BrokerConfig, broker_id: int, store: DynamicConfigStore | None = None
+) -> tuple[BrokerConfig, DynamicConfigStore, Entities]:
+    """At start (blocking): the stored dynamic configs over `static` (the local file unless a store is
+    given, e.g. ZooKeeper's in cluster mode). A stored value this version refuses is logged and skipped
+    rather than stopping the broker."""
+    if store is None:
+        store = LocalDynamicConfigStore.in_dir(static.storage.log_dirs[0])
+    entities = _dynamic_only(store.load())
     try:
         config = layered(static, entities, broker_id)
     except ConfigError as e:

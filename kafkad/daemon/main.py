@@ -172,7 +172,14 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     )
     # Dynamic broker configs (kafkad-configs --entity-type brokers --alter) win over server.properties.
     static_config = config
-    config, dyn_store, dyn_entities = await loop.run_in_executor(None, load_layered, static_config, broker_id)
+    dyn_zk = None
+    if cluster is not None:  # ZooKeeper's /config/brokers, as Kafka keeps them
+        from kafkad.election.broker_config_store import ZkDynamicConfigStore
+
+        dyn_zk = ZkDynamicConfigStore(cluster.zk, loop)
+    config, dyn_store, dyn_entities = await loop.run_in_executor(
+        None, load_layered, static_config, broker_id, dyn_zk
+    )
     gate = _bridge_gate(config)
     log_manager = LogManager(
         config.log_manager_config(),

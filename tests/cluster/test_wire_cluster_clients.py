@@ -137,3 +137,42 @@ def test_elect_leaders_over_the_wire_and_producer_follows_the_new_leader(
     finally:
         consumer.close()
     assert got == [b"before", b"interim", b"after"], got
+
+
+def test_dynamic_broker_default_reaches_every_broker_through_zookeeper(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    """`--entity-default` sent to one broker lands in /config/brokers/<default>; every broker applies it
+    (the /config/changes notification) and a restarted broker loads it from ZooKeeper."""
+    import subprocess
+    import sys
+
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType  # type: ignore[attr-defined]
+
+    c = kafkad_cluster(zk_server.connect_string, 3)
+    c.wait_registered([1, 2, 3], timeout_s=60)
+    c.wait_controller(timeout_s=60)
+    tool = subprocess.run(
+        [sys.executable, "-m", "kafkad.tools.configs", "--bootstrap-server", c.bootstrap, "--alter",
+         "--entity-type", "brokers", "--entity-default", "--add-config", "log.retention.ms=4321000"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert tool.returncode == 0, tool.stderr
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+
+    def retention_of(bid: int) -> str | None:
+        (f,) = admin.describe_configs([ConfigResource(ResourceType.BROKER, str(bid))]).values()
+        entry = f.result(30).get("log.retention.ms")
+        return None if entry is None else entry.value
+
+    for bid in (1, 2, 3):
+
+        def applied(b: int = bid) -> bool | None:
+            return retention_of(b) == "4321000" or None
+
+        c.wait_until(applied, 60, f"broker {bid} applies it")
+    victim = 2
+    c.restart(victim)
+    c.wait_registered([victim], timeout_s=60)
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    assert c.wait_until(lambda: retention_of(victim) == "4321000" or None, 60, "loaded from ZooKeeper")

@@ -1,0 +1,82 @@
+"""ReplicaManager.apply_leader_and_isr / stop_replicas: Kafka's fencing and the role changes, over the fake
+log manager of test_partition (our own interface) and a real FetcherManager whose leader address refuses."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.replication.fetcher import FetcherConfig, FetcherManager
+from kafkad.replication.manager import ReplicaManager
+from kafkad.replication.partition import Partition, Role
+from tests.unit.replication.test_partition import FakeLogManager
+
+
+class _Logs(FakeLogManager):
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted_partitions: list[tuple[str, int]] = []
+
+    def delete_partition(self, topic: str, partition: int) -> None:
+        self.deleted_partitions.append((topic, partition))
+        self.logs_.pop((topic, partition), None)
+
+
+def _state(p: int, leader: int, epoch: int, replicas: tuple[int, ...] = (1, 2)) -> dict[str, Any]:
+    return {
+        "topic_name": "t",
+        "partition_index": p,
+        "controller_epoch": 3,
+        "leader": leader,
+        "leader_epoch": epoch,
+        "isr": list(replicas),
+        "partition_epoch": 7,
+        "replicas": list(replicas),
+    }
+
+
+LIVE = [{"broker_id": 2, "host_name": "127.0.0.1", "port": 1}]
+
+
+def test_leader_and_isr_fencing_roles_and_listeners() -> None:
+    async def go() -> None:
+        rm = ReplicaManager(_Logs(), broker_id=1)
+        fetchers = FetcherManager(FetcherConfig(broker_id=1, backoff_ms=10), lambda: 0)
+        rm.enter_cluster_mode(fetchers, lambda: 1000)
+        events: list[tuple[str, int]] = []
+        rm.add_leadership_listener(
+            lambda p: events.append(("leader", p.index)), lambda p: events.append(("follower", p.index))
+        )
+        got = rm.apply_leader_and_isr(9, 3, [_state(0, 1, 1), _state(1, 2, 1), _state(2, 2, 1, (2, 3))], LIVE)
+        assert got == {
+            ("t", 0): ErrorCode.NONE,
+            ("t", 1): ErrorCode.NONE,
+            ("t", 2): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        }
+        p0, p1 = rm.get("t", 0), rm.get("t", 1)
+        assert isinstance(p0, Partition) and isinstance(p1, Partition)
+        assert p0.role is Role.LEADER and p0.zk_version == 7 and p0.isr == (1, 2)
+        assert p1.role is Role.FOLLOWER and p1.leader_id == 2 and fetchers.following(("t", 1)) == 2
+        assert sorted(events) == [("follower", 1), ("leader", 0)]
+        # the same leader epoch again: stale; an older controller: refused whole
+        assert rm.apply_leader_and_isr(9, 3, [_state(0, 1, 1)], LIVE) == {
+            ("t", 0): ErrorCode.STALE_CONTROLLER_EPOCH
+        }
+        with pytest.raises(KafkaError) as e:
+            rm.apply_leader_and_isr(9, 2, [_state(0, 1, 5)], LIVE)
+        assert e.value.code is ErrorCode.STALE_CONTROLLER_EPOCH
+        # leadership moves: 0 becomes a follower (fetching), 1 the leader (its fetcher dropped)
+        rm.apply_leader_and_isr(9, 4, [_state(0, 2, 2), _state(1, 1, 2)], LIVE)
+        assert p0.role is Role.FOLLOWER and fetchers.following(("t", 0)) == 2
+        assert p1.role is Role.LEADER and fetchers.following(("t", 1)) is None
+        # StopReplica: an older leader epoch is fenced; delete removes the replica and its log
+        assert rm.stop_replicas(4, [("t", 0, 1)], delete=True) == {("t", 0): ErrorCode.FENCED_LEADER_EPOCH}
+        assert rm.stop_replicas(4, [("t", 0, 2)], delete=True) == {("t", 0): ErrorCode.NONE}
+        assert rm.get("t", 0) is None and rm.log_manager.deleted_partitions == [("t", 0)]  # type: ignore[attr-defined]
+        assert fetchers.following(("t", 0)) is None
+        await fetchers.shutdown()
+
+    asyncio.run(go())

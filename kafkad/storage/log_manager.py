@@ -520,6 +520,9 @@ def _read_checkpoint(path: Path) -> dict[TopicPartition, int] | None:
     """Blocking: an offset checkpoint; None (with a WARNING) if it is torn."""
     try:
         return checkpoints.read_offsets(path)
+    except OSError as exc:  # unreadable (EIO): the same as torn
+        log.warning("%s: %s; rebuilding what it held", path, describe(exc))
+        return None
     except KafkaError as exc:
         log.warning(
             "%s; rebuilding what it held (a dir whose recovery points are lost recovers in full)", exc.message

@@ -32,7 +32,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 await cluster.create_partitions(name, count, explicit, request.body["validate_only"])
                 results.append({"name": name, "error_code": 0, "error_message": None})
                 continue
-            current = len(broker.replicas.partitions_of(name))
+            current = broker.replicas.topics().get(name, 0)  # offline partitions count too
             if current == 0:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
             if count < current:

@@ -87,6 +87,9 @@ def test_an_append_that_cannot_roll_takes_only_its_partition_offline(
     # The other partition rolls and serves.
     assert produce(b, "rt", 1, b"y" * 600)["error_code"] == 0
     assert fetch(b, "rt", 1)["high_watermark"] == 2
+    # The offline partition still counts: the topic has 2 partitions, not 1.
+    grown = call(b, 37, 1, {"topics": [{"name": "rt", "count": 2, "assignments": None}], "timeout_ms": 1000})
+    assert grown["results"][0]["error_code"] == ErrorCode.INVALID_PARTITIONS
     b.log_manager.shutdown()
 
 

@@ -127,6 +127,20 @@ def test_a_torn_recovery_point_checkpoint_recovers_its_dir(
     lm.shutdown()
 
 
+def test_an_unreadable_recovery_point_checkpoint_recovers_its_dir(tmp_path: Path) -> None:
+    three_partitions(tmp_path)
+    cp = tmp_path / "d1" / RECOVERY_POINT_CHECKPOINT
+    cp.unlink()
+    cp.mkdir()  # reading it fails with EISDIR, as a bad sector fails with EIO
+    opener = RecordingOpener()
+    lm = make(tmp_path, opener=opener)
+    assert {r.path.parent.name for r in opener.requests if r.recover} == {"d1"}
+    for tp in (("a", 0), ("a", 1), ("b", 0)):
+        serves(lm, *tp)
+    cp.rmdir()  # so the shutdown can write it again
+    lm.shutdown()
+
+
 def test_a_torn_leader_epoch_checkpoint_is_rebuilt_from_the_batches(tmp_path: Path) -> None:
     lm = make(tmp_path)
     plog = lm.create_partition("e", 0)

@@ -140,7 +140,8 @@ class ClusterMode:
         assert self.broker is not None
         b = self.broker
         host, port = b.advertised_host_port()
-        info = Z.BrokerInfo(b.broker_id, host, port, self.config.server.rack, b.advertised[0].name)
+        # The PLAINTEXT listener brokers reach each other on (inter-broker TLS/SASL is not supported yet).
+        info = Z.BrokerInfo(b.broker_id, host, port, self.config.server.rack, b.advertised_spec().name)
         path = Z.BrokerIdZNode.path(b.broker_id)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.zookeeper.session_timeout_ms / 1000 * 1.5 + 5

@@ -211,6 +211,21 @@ def build_security(
                     )
         listeners[name] = ListenerSecurity(name, proto, tls, mechs, plain_users)
 
+    ib = s("inter.broker.listener.name")
+    if ib is not None and (
+        ib.upper() not in listeners or listeners[ib.upper()].protocol is not Protocol.PLAINTEXT
+    ):
+        raise SecurityConfigError(
+            "inter.broker.listener.name",
+            f"{ib}: must name a PLAINTEXT listener (inter-broker TLS/SASL is not supported yet)",
+        )
+    if s("zookeeper.connect") is not None and not any(
+        ls.protocol is Protocol.PLAINTEXT for ls in listeners.values()
+    ):
+        raise SecurityConfigError(
+            "listeners",
+            "cluster mode needs a PLAINTEXT listener for inter-broker traffic (TLS/SASL between brokers is not supported yet)",
+        )
     metrics_tls = None
     urls = values.get("metrics.listeners")
     for url in urls if isinstance(urls, list) else ():

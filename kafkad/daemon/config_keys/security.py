@@ -185,6 +185,23 @@ SECURITY_KEYS: tuple[ConfigKey, ...] = (
         group="security",
     ),
     key(
+        "security.inter.broker.protocol",
+        STR,
+        "PLAINTEXT",
+        "Protocol brokers talk to each other with; only PLAINTEXT so far (others are refused, never ignored).",
+        M,
+        one_of("PLAINTEXT"),
+        group="security",
+    ),
+    key(
+        "inter.broker.listener.name",
+        STR,
+        None,
+        "Listener brokers talk to each other on; must be a PLAINTEXT one (default: the first PLAINTEXT listener).",
+        M,
+        group="security",
+    ),
+    key(
         "sasl.jaas.config",
         PASSWORD,
         None,

@@ -157,3 +157,17 @@ def test_check_config_hides_passwords(tmp_path: Path, pem: Path) -> None:
 
     lines = check_config_lines(load_config(props(tmp_path, pem, "ssl.key.password=topsecret")))
     assert "ssl.key.password=[hidden]" in "\n".join(lines) and "topsecret" not in "\n".join(lines)
+
+
+def test_inter_broker_security_refused_until_supported(tmp_path: Path, pem: Path) -> None:
+    f = props(tmp_path, pem, "security.inter.broker.protocol=SASL_SSL")
+    with pytest.raises(ConfigError, match=r"security\.inter\.broker\.protocol: must be one of PLAINTEXT"):
+        load_config(f)
+    with pytest.raises(ConfigError, match=r"inter\.broker\.listener\.name: SASL_SSL: must name a PLAINTEXT"):
+        load_config(props(tmp_path, pem, "inter.broker.listener.name=SASL_SSL"))
+    with pytest.raises(ConfigError, match=r"listeners: cluster mode needs a PLAINTEXT listener"):
+        load_config(
+            None,
+            ["listeners=SSL://127.0.0.1:9093", f"ssl.keystore.location={pem / 'ks.pem'}",
+             "zookeeper.connect=127.0.0.1:2181", "broker.id=1"],
+        )  # fmt: skip

@@ -5,7 +5,8 @@ A broker coordinates exactly the groups whose __consumer_offsets partition it le
 partition's leader it replays the partition (in the executor) into the coordinator; until the replay is in,
 the partition's groups answer COORDINATOR_LOAD_IN_PROGRESS. When it stops leading it unloads those groups:
 their timers stop and parked JoinGroup/SyncGroup requests are answered NOT_COORDINATOR, as is every later
-request for them (the client then asks FindCoordinator again). Standalone brokers have no GroupOwnership:
+request for them (the client then asks FindCoordinator again). An OffsetCommit is answered once the partition's
+ISR has it (Kafka's offsets.commit.required.acks=-1), so a commit survives the coordinator's loss. Standalone brokers have no GroupOwnership:
 the group handlers' check is one dict lookup.
 """
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SERVICE_KEY = "group_ownership"
+COMMIT_TIMEOUT_S = 5.0  # Kafka's offsets.commit.timeout.ms default
 
 
 class GroupOwnership:
@@ -108,6 +110,28 @@ def check_coordinator(broker: Broker, group_id: str) -> None:
         code = own.error_for(group_id)
         if code is not None:
             raise KafkaError(code, f"group {group_id!r} is not coordinated by this broker")
+
+
+async def commit_replicated(own: GroupOwnership, group_id: str) -> ErrorCode | None:
+    """Kafka's offsets.commit.required.acks=-1: wait until the group's __consumer_offsets partition has
+    replicated what was just appended to it (its ISR); the error to answer instead, or None."""
+    part = own.broker.replicas.get(OFFSETS_TOPIC, partition_for(group_id, own.num_partitions))
+    if part is None or not part.is_leader:
+        return ErrorCode.NOT_COORDINATOR
+    last = part.log_end_offset - 1
+    if part.high_watermark > last:
+        return None
+    try:
+        await asyncio.wait_for(part.wait_replicated(last), COMMIT_TIMEOUT_S)
+    except TimeoutError:
+        return ErrorCode.REQUEST_TIMED_OUT
+    except KafkaError as e:  # Kafka's mapping of a failed offsets append
+        return (
+            ErrorCode.NOT_COORDINATOR
+            if e.code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+            else ErrorCode.COORDINATOR_NOT_AVAILABLE
+        )
+    return None
 
 
 def group_error(broker: Broker, group_id: str) -> ErrorCode | None:

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import OffsetCommit
-from kafkad.daemon.groups.ownership import check_coordinator
+from kafkad.daemon.groups.ownership import SERVICE_KEY as OWNERSHIP_KEY
+from kafkad.daemon.groups.ownership import check_coordinator, commit_replicated
 from kafkad.daemon.groups.service import coordinator_if_ready, ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
@@ -52,6 +53,11 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         b.get("group_instance_id"),
         offsets,
     )
+    own = ctx.broker.services.get(OWNERSHIP_KEY)  # cluster mode: answer once the offsets are replicated
+    if own is not None and ErrorCode.NONE in results.values():
+        failed = await commit_replicated(own, b["group_id"] or "")
+        if failed is not None:
+            results = {tp: failed if code is ErrorCode.NONE else code for tp, code in results.items()}
     return {
         "throttle_time_ms": 0,
         "topics": [

@@ -90,6 +90,7 @@ def plan_run(
     """Step 2: what to read, from the manifest names, the ledger and the manifests not yet covered."""
     streams: dict[StreamKey, list[Manifest]] = defaultdict(list)
     landed_end: dict[StreamKey, int] = {}
+    clusters: dict[str, str] = {}
     read = 0
     for name in names:
         key = parse_manifest_name(name)
@@ -109,6 +110,11 @@ def plan_run(
         read += 1
         m = Manifest.from_json(raw)
         sk = (m.site if m.site is not None else legacy_site, m.topic, m.partition)
+        if m.cluster_id is not None and clusters.setdefault(sk[0], m.cluster_id) != m.cluster_id:
+            raise ValueError(
+                f"site {sk[0]} holds objects of clusters {clusters[sk[0]]} and {m.cluster_id} ({name}): "
+                "their offsets would collide; give each cluster its own bridge.site"
+            )
         landed_end[sk] = max(landed_end.get(sk, 0), m.last_offset + 1)
         streams[sk].append(m)
     pieces: list[SegmentPiece] = []

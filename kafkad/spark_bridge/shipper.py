@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 from kafkad.clock import Clock, SystemClock
 from kafkad.spark_bridge.landing import LandingStore
-from kafkad.spark_bridge.manifest import Manifest, build_manifest, valid_site
+from kafkad.spark_bridge.manifest import SITE_PREFIX, Manifest, build_manifest, valid_site
 from kafkad.spark_bridge.position import LocalPositionStore, ShippedPositionStore
 from kafkad.spark_bridge.rate_limit import Backoff, Sleep, TokenBucket, chunk_size_for
 from kafkad.spark_bridge.segment_source import ClosedSegment, SegmentSource
@@ -52,6 +52,7 @@ from kafkad.storage.records import iter_headers
 log = logging.getLogger(__name__)
 
 _NO_END = (1 << 63) - 1
+SITE_MARKER = "_cluster_id"  # in site=<site>/: the cluster that ships the site
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,7 @@ class Shipper:
         self._patterns = [re.compile(p) for p in config.topics]
         self._lock = threading.Lock()
         self._ends: dict[tuple[str, int, int], int] = {}  # closed segment -> its end, from the last pass
+        self._site_ok = False
         self._roll_requested: set[tuple[str, int, int]] = set()
         self._thread: threading.Thread | None = None
         self._bucket = self._new_bucket(config)
@@ -165,9 +167,38 @@ class Shipper:
     # --- one pass (worker thread, or tests directly) ------------------------------------------
     def run_once(self) -> list[ShipResult]:
         """Blocking: ship every pending closed segment, then request rolls of old active segments."""
-        results = [self._ship_with_retry(seg) for seg in self.pending()]
+        results = [self._ship_with_retry(seg) for seg in self.pending()] if self._site_claimed() else []
         self._request_rolls()
         return results
+
+    def _site_claimed(self) -> bool:
+        """Whether the site's subtree belongs to this cluster: `site=<site>/_cluster_id`, written by its
+        first shipper. Another cluster's id there (two clusters given one `bridge.site`) ships nothing:
+        their offsets would collide, and the ingest would keep only one cluster's records."""
+        cid = self.config.cluster_id
+        if self._site_ok or cid is None:
+            return True
+        name = f"{SITE_PREFIX}{self.config.site}/{SITE_MARKER}"
+        try:
+            got = self._landing.read_bytes(name)
+            if got is None:
+                self._landing.put_bytes(name, cid.encode())
+                got = self._landing.read_bytes(name)
+        except OSError:
+            return True  # unreachable: the copies back off and retry; checked again next pass
+        if got is not None and got.decode() != cid:
+            self.failures += 1
+            log.error(
+                "bridge: site %s in %s belongs to cluster %s, not ours (%s): nothing is shipped; "
+                "give each cluster its own bridge.site",
+                self.config.site,
+                self._landing.uri,
+                got.decode(),
+                cid,
+            )
+            return False
+        self._site_ok = True
+        return True
 
     def pending(self) -> list[ClosedSegment]:
         """Closed segments to ship (and remembers every closed segment's end for `is_shipped`)."""

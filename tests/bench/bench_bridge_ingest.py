@@ -6,7 +6,8 @@ Builds a landing of `--sites` sites x 10 topics x 4 partitions x 2 small segment
 records each, 100-byte values), written straight as the shipper lays it out (data, then manifest). Figures:
 
 * listing (`list_manifests`) and planning (`plan_run`, first run: reads every manifest) at 1/4, 1/2 and all
-  of the sites, as microseconds per object: flat means linear in the segment count;
+  of the sites, as microseconds per object (min / median / max over interleaved rounds): flat means
+  linear in the segment count;
 * planning of a re-run (everything in the ledger: names only, no manifest read), per object;
 * one full ingest with a local Spark of `--cores` cores, after a one-site warm-up ingest (the session's
   first job pays the JVM's and the Python workers' start): records/s, and records/s per core (records
@@ -78,25 +79,37 @@ def build_landing(root: Path, sites: int) -> int:
     return n
 
 
-def _listing_and_planning(root: Path, runs: int) -> dict[str, float]:
-    store = FilesystemLanding(root)
-    listing, planning = [], []
-    names: list[str] = []
+def _per_object(values: list[float], objects: int) -> dict[str, float]:
+    us = sorted(v / objects * 1e6 for v in values)
+    return {"min": us[0], "median": statistics.median(us), "max": us[-1]}
+
+
+def listing_and_planning(roots: dict[int, Path], runs: int) -> list[dict[str, Any]]:
+    """Per landing: listing and first-run planning, microseconds per object (min / median / max).
+
+    Runs are interleaved across the landings (round after round), so the landings share the
+    machine's noise and the per-object figures compare."""
+    times: dict[int, tuple[list[float], list[float]]] = {n: ([], []) for n in roots}
+    objects: dict[int, int] = {}
     for _ in range(runs):
-        t = time.perf_counter()
-        names = store.list_manifests()
-        listing.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        plan_run(store, names, {}, legacy_site="legacy")
-        planning.append(time.perf_counter() - t)
-    objects = len(names)
-    return {
-        "objects": objects,
-        "listing_us_per_object": statistics.median(listing) / objects * 1e6,
-        "planning_us_per_object": statistics.median(planning) / objects * 1e6,
-        "listing_s": statistics.median(listing),
-        "planning_s": statistics.median(planning),
-    }
+        for n, root in roots.items():
+            store = FilesystemLanding(root)
+            t = time.perf_counter()
+            names = store.list_manifests()
+            times[n][0].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            plan_run(store, names, {}, legacy_site="legacy")
+            times[n][1].append(time.perf_counter() - t)
+            objects[n] = len(names)
+    return [
+        {
+            "sites": n,
+            "objects": objects[n],
+            "listing_us_per_object": _per_object(times[n][0], objects[n]),
+            "planning_us_per_object": _per_object(times[n][1], objects[n]),
+        }
+        for n in roots
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="10 sites instead of 100")
     ap.add_argument("--sites", type=int, default=None)
     ap.add_argument("--cores", type=int, default=2)
-    ap.add_argument("--runs", type=int, default=3, help="runs of listing/planning per scale")
+    ap.add_argument("--runs", type=int, default=7, help="rounds of listing/planning over the scales")
     ap.add_argument("--out", type=Path, default=RESULTS / "bridge_ingest.json")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -117,20 +130,19 @@ def main(argv: list[str] | None = None) -> int:
         "segments": SEGMENTS,
     }
     try:
-        scales = []
+        roots: dict[int, Path] = {}
         for share in (4, 2, 1):
             n = max(1, sites // share)
-            root = work / f"landing-{n}"
-            root.mkdir()
-            t = time.perf_counter()
-            objects = build_landing(root, n)
-            built = time.perf_counter() - t
-            row = {"sites": n, "build_s": built, **_listing_and_planning(root, args.runs)}
-            assert row["objects"] == objects
-            scales.append(row)
+            roots[n] = work / f"landing-{n}"
+            roots[n].mkdir(exist_ok=True)
+            build_landing(roots[n], n)
+        scales = listing_and_planning(roots, args.runs)
+        for row in scales:
+            lst, pln = row["listing_us_per_object"], row["planning_us_per_object"]
             print(
-                f"{n:4d} sites, {objects:6d} objects: listing {row['listing_us_per_object']:.1f} us/object, "
-                f"planning {row['planning_us_per_object']:.1f} us/object (first run)",
+                f"{row['sites']:4d} sites, {row['objects']:6d} objects: us per object, min / median / max: "
+                f"listing {lst['min']:.1f} / {lst['median']:.1f} / {lst['max']:.1f}, planning (first run) "
+                f"{pln['min']:.1f} / {pln['median']:.1f} / {pln['max']:.1f}",
                 flush=True,
             )
         result["scales"] = scales

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
+import pytest
+
+from kafkad.spark_bridge.ingest import plan_run
+from kafkad.spark_bridge.landing import FilesystemLanding
 from kafkad.spark_bridge.manifest import Manifest, ObjectKey, parse_manifest_name, segment_stem
 from kafkad.spark_bridge.plan import assign, covers, merge, pack, plan_pieces, subtract
 
@@ -69,3 +74,11 @@ def test_pieces_outside_the_ranges_are_dropped_and_small_ones_packed() -> None:
     whole = plan_pieces(m, "/l", 1000, site="s", ranges=((0, 299),))
     assert [p.ranges for p in whole] == [()] * 3  # the whole object: no filter
     assert [len(g) for g in pack(whole, 2500)] == [2, 1]
+
+
+def test_one_site_shipped_by_two_clusters_is_refused(tmp_path: Path) -> None:
+    store = FilesystemLanding(tmp_path)
+    for m in (_m(0, 9, site="s"), Manifest("t", 0, 10, 19, 1, 1, 0, 0, 100, 0, ((0, 10),), "s", "other")):
+        store.put_bytes(m.manifest_name, m.to_json())
+    with pytest.raises(ValueError, match="clusters c and other"):
+        plan_run(store, store.list_manifests(), {}, legacy_site="legacy")

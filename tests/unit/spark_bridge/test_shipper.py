@@ -302,7 +302,7 @@ def test_two_sites_with_the_same_topic_share_one_landing(tmp_path: Path) -> None
     assert len(sh.run_once()) == 2
     files = _visible(landing)
     assert len([f for f in files if f.startswith("site=paris/")]) == 6
-    assert [f for f in files if f.startswith("site=lyon/")] == [
+    assert [f for f in files if f.startswith("site=lyon/") and "_cluster_id" not in f] == [
         _obj("orders", 0, 15, ".log", "lyon"),
         _obj("orders", 0, 15, ".manifest.json", "lyon"),
         _obj("orders", 16, 31, ".log", "lyon"),
@@ -310,5 +310,12 @@ def test_two_sites_with_the_same_topic_share_one_landing(tmp_path: Path) -> None
     ]
     m = Manifest.from_json((landing / _obj("orders", 16, 31, ".manifest.json", "lyon")).read_bytes())
     assert (m.site, m.cluster_id) == ("lyon", "c-lyon")
+    assert (landing / "site=lyon" / "_cluster_id").read_text() == "c-lyon"
+    # another cluster given the same site name ships nothing (its offsets would collide with lyon's)
+    third = tmp_path / "third"
+    write_partition(third, "orders", 0, segments=2, batches_per_segment=4, records_per_batch=5)
+    clash = _shipper(third, landing, ManualClock(), topics=("orders",), site="lyon", cluster_id="c-other")
+    assert clash.run_once() == [] and clash.failures == 1
+    assert len(_visible(landing)) == 6 + 4 + 1
     with pytest.raises(ValueError):
         ShipperConfig(site="../etc")

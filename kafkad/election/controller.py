@@ -271,6 +271,17 @@ class Controller:
             ctx.partition_states.update(dict.fromkeys(new, PartitionStateName.NON_EXISTENT))
             await self.ops.on_new_partitions(new)
         await self.ops.trigger_online_partitions()
+        # ReplicaStateMachine.startup: replicas on dead brokers go OfflineReplica, i.e. out of the ISRs (a
+        # controller that died with its broker left them there; acks=all would wait for them)
+        dead = [
+            (tp, b)
+            for tp, reps in ctx.assignment.items()
+            if tp in ctx.leaders
+            for b in reps
+            if not ctx.is_live(b)
+        ]
+        if dead:
+            await self.ops.replicas_offline(dead)
         await self.reassign.maybe_complete(list(ctx.reassigning))
         self.put("IsrChangeNotification", self._isr_changes)
         self.put("TopicDeletion", self._deletions)

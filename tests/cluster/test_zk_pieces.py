@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -14,6 +15,7 @@ from kafkad.election.admin import ZkProducerIds
 from kafkad.election.isr_writer import IsrWriter
 from kafkad.election.zk_client import BadVersionError, CheckOp, CreateOp, NodeExistsError, SetOp, ZkClient
 from kafkad.replication.isr import LeaderAndIsr
+from tests.cluster.cluster import KafkadCluster
 from tests.cluster.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(60)]
@@ -100,3 +102,17 @@ def test_producer_id_blocks_never_overlap(zk_server: ZooKeeperServer) -> None:
             await b.close()
 
     asyncio.run(go())
+
+
+def test_generated_broker_id_from_seqid_is_kept(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    """broker.id=-1 in cluster mode: the id comes from /brokers/seqid (above reserved.broker.max.id) and
+    stays across restarts (meta.properties)."""
+    c = kafkad_cluster(zk_server.connect_string, 1, broker_overrides={1: {"broker.id": "-1"}})
+    ids = c.wait_until(lambda: c.zk.broker_ids(), 30, "a registration")
+    assert ids == [1001]
+    assert "broker.id=1001" in (c.broker(1).data_dir / "meta.properties").read_text()
+    c.restart(1)
+    c.wait_until(lambda: c.zk.broker_ids() == [1001], 30, "the same id after a restart")
+    assert c.zk.client.get("/brokers/seqid")[1].version == 1  # no second id was drawn

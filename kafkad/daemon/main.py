@@ -211,7 +211,10 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     ops.metrics.bind(
         partition_count=lambda: len(replicas.all_partitions()),
         leader_count=lambda: sum(1 for p in replicas.all_partitions() if p.is_leader),
-        under_replicated=lambda: sum(1 for p in replicas.all_partitions() if len(p.isr) < len(p.replicas)),
+        # Kafka's UnderReplicatedPartitions: partitions this broker leads whose ISR lacks a replica
+        under_replicated=lambda: sum(
+            1 for p in replicas.all_partitions() if p.is_leader and len(p.isr) < len(p.replicas)
+        ),
         log_dirs=dirs,
         offline_logs=lambda: [(o.topic, o.partition, o.path) for o in replicas.offline_partitions()],
     )

@@ -13,7 +13,7 @@ Anomaly classes (each is a list of findings naming the records; an empty list = 
 - failed_read: a send reported as definitely failed whose value was read (the client was told a lie).
 Unavailability windows are measured, not judged: per partition, every stretch longer than `threshold_s`
 between two acknowledgements (or from the first attempt to the first ack / from the last ack to the last
-attempt) while sends were being attempted, with the faults overlapping it.
+attempt) while sends were being attempted, blamed on the latest fault that began before it ended.
 """
 
 from __future__ import annotations
@@ -101,6 +101,8 @@ def check(ops: Iterable[Op], faults: Sequence[Fault] = (), *, threshold_s: float
     read_values: set[str] = set()
     max_read: dict[int, int] = defaultdict(lambda: -1)
     for o in acked.values():
+        if o.offset < 0:  # acknowledged without an offset: only its value can be checked (lost)
+            continue
         at[(o.partition, o.offset)][o.value].append(f"ack:{o.client}@{o.end:.3f}")
         positions[o.value].add((o.partition, o.offset))
     n_read = 0
@@ -221,7 +223,9 @@ def _windows(sends: Sequence[Op], faults: Sequence[Fault], threshold_s: float) -
             a = starts[i]  # unavailable from the first attempt that found no ack
             if b - a <= threshold_s:
                 continue
-            # a fault is blamed when it overlaps the window or ended just before it (kill -9 is instant)
-            names = tuple(sorted({f.name for f in faults if f.start < b and f.end >= a - threshold_s}))
+            # blamed: the latest fault that began before the window ended and was still held (or had just
+            # been healed: kill -9 is instant) when it began
+            near = [f for f in faults if f.start < b and f.end >= a - threshold_s]
+            names = (max(near, key=lambda f: f.start).name,) if near else ()
             out.append(Window(p, a, b, names))
     return out

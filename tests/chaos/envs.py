@@ -93,7 +93,10 @@ class ChaosEnv:
             return DamagedSegment(b, pick, t, p)
         if name.startswith("partition-"):
             assert self.net is not None
-            return NetPartition(self.net, b, name[len("partition-") : -len(pick) - 1], pick, t, p)
+            part = NetPartition(self.net, b, name[len("partition-") : -len(pick) - 1], pick, t, p)
+            if part.kind in ("isolate-zk", "isolate-all"):
+                part.min_hold_s = SESSION_TIMEOUT_MS / 1000 + 2  # long enough to lose the session
+            return part
         action = name.split("-", 1)[0]
         nem = ProcessFault(b, action, pick, t, p)
         if action == "sigstop" and self.cluster is not None:

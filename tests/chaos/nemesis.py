@@ -296,6 +296,7 @@ class NetPartition:
         self.topic = topic
         self.partitions = partitions
         self.name = f"partition-{kind}-{pick}"
+        self.min_hold_s = 0.0
 
     def inject(self, rng: random.Random) -> str:
         t = pick_broker(self.brokers, self.pick, self.topic, self.partitions, rng)

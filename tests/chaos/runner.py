@@ -135,6 +135,7 @@ def run_chaos(
     except AssertionError as e:
         errors.append(f"final read: {e}"[-3000:])
     errors += [f"{w.client}: {e}" for w in workload.writers for e in w.errors]
+    errors += [f"{r.client}: {e}" for r in workload.readers for e in r.errors if e.startswith("consumer:")]
     ops, faults = h.snapshot()
     report = check(ops, faults, threshold_s=threshold_s)
     result = ChaosResult(seed, report, h, per_nemesis(report, faults, ops), unrecovered, errors)

@@ -144,3 +144,12 @@ def test_unavailability_windows_with_faults() -> None:
     # a partition never acknowledged at all is unavailable for the whole attempt
     never = [send("w", 0, 3, Outcome.UNKNOWN, 0, "z")]
     assert [round(x.duration) for x in check(never, threshold_s=1.0).windows] == [3]
+
+
+def test_ack_without_offset_is_checked_by_value_only() -> None:
+    h = _clean()
+    h.add(send("w1", 1.8, 1.9, OK, 0, "no-offset", offset=-1))  # librdkafka can ack without an offset
+    h.add(poll("final", 2.2, 2.3, [(0, 5, "no-offset")]))
+    assert check(h.ops).valid, check(h.ops).explain()
+    h.add(send("w1", 1.8, 1.9, OK, 1, "no-offset-lost", offset=-1))
+    assert check(h.ops).found() == ["lost"]

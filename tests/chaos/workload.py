@@ -44,10 +44,9 @@ def classify(err: KafkaError | None) -> Outcome:
     return Outcome.FAILED if err.code() in DEFINITELY_NOT_WRITTEN else Outcome.UNKNOWN
 
 
-def _quiet_logger(name: str) -> logging.Logger:
-    lg = logging.getLogger(f"chaos.rdkafka.{name}")
-    lg.setLevel(logging.CRITICAL)
-    return lg
+def _offset(msg: Any) -> int:
+    off = msg.offset()
+    return int(off) if off is not None else -1  # acknowledged with an unknown offset: -1
 
 
 class _ClientThread(threading.Thread):
@@ -89,11 +88,19 @@ class Writer(_ClientThread):
                 "retry.backoff.ms": 50,
                 "reconnect.backoff.max.ms": 500,
                 "topic.metadata.refresh.interval.ms": 1000,
-                "logger": _quiet_logger(self.client),
+                "log_level": 0,
             }
         )
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        # Never raise out of a librdkafka callback: confluent-kafka then fails the next poll() with a
+        # SystemError (confluent-kafka-python#865); a broken callback is recorded instead.
+        try:
+            self._delivered(err, msg)
+        except Exception as e:
+            self.errors.append(f"delivery callback: {e!r}")
+
+    def _delivered(self, err: KafkaError | None, msg: Any) -> None:
         value = msg.value().decode()
         start, p = self._pending.pop(value, (self.h.now(), -1))
         outcome = classify(err)
@@ -109,7 +116,7 @@ class Writer(_ClientThread):
                 self.h.now(),
                 outcome,
                 partition=p,
-                offset=int(msg.offset()) if outcome is Outcome.OK else -1,
+                offset=_offset(msg) if outcome is Outcome.OK else -1,
                 value=value,
                 error="" if err is None else err.name(),
             )
@@ -120,10 +127,14 @@ class Writer(_ClientThread):
         next_at = time.monotonic()
         while not self.stop_event.is_set():
             now = time.monotonic()
-            if now >= next_at:
-                next_at = max(next_at + self.interval, now - 1.0)
-                self._send(prod)
-            prod.poll(min(0.05, max(0.0, next_at - time.monotonic())))
+            try:
+                if now >= next_at:
+                    next_at = max(next_at + self.interval, now - 1.0)
+                    self._send(prod)
+                prod.poll(min(0.05, max(0.0, next_at - time.monotonic())))
+            except Exception as e:  # recorded; the run is then invalid, the thread keeps writing
+                self.errors.append(f"producer: {e!r}")
+                time.sleep(0.1)
             if self._fatal:
                 self.errors.append("fatal producer error: producer replaced")
                 self._close(prod, 5.0)
@@ -192,7 +203,7 @@ class Reader(_ClientThread):
                 "heartbeat.interval.ms": 1000,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "reconnect.backoff.max.ms": 500,
-                "logger": _quiet_logger(self.client),
+                "log_level": 0,
             }
         )
 
@@ -208,7 +219,11 @@ class Reader(_ClientThread):
             else:
                 c.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_assign)
             while not self.stop_event.is_set():
-                poll_once(c, self.h, self.client, self.errors, lambda: self._take_assigned())
+                try:
+                    poll_once(c, self.h, self.client, self.errors, lambda: self._take_assigned())
+                except Exception as e:  # recorded (the run is then invalid); keep reading
+                    self.errors.append(f"consumer: {e!r}")
+                    time.sleep(0.1)
         finally:
             c.close()
 
@@ -260,7 +275,7 @@ def final_read(
             "group.id": "final-read",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "logger": _quiet_logger("final"),
+            "log_level": 0,
         }
     )
     try:

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkad.protocol import ProtocolDecodeError, ProtocolError, RequestHeader, decode_response, encode_request
@@ -84,6 +84,26 @@ class BrokerChannel:
         asyncio.TimeoutError (no answer within request_timeout_ms; the connection is closed), or a
         ProtocolError from encoding the request.
         """
+        client_id = self.client_id
+        return await self._roundtrip(
+            api_key,
+            api_version,
+            lambda cid: encode_request(RequestHeader(api_key, api_version, cid, client_id), body),
+        )
+
+    async def request_frame(self, api_key: int, api_version: int, frame: bytearray) -> dict[str, Any]:
+        """`request` for a request already encoded (size prefix included, header v1+ with any correlation
+        id: it is written over); for callers that patch a template instead of encoding each time."""
+
+        def stamp(cid: int) -> bytearray:
+            _CORRELATION.pack_into(frame, 8, cid)
+            return frame
+
+        return await self._roundtrip(api_key, api_version, stamp)
+
+    async def _roundtrip(
+        self, api_key: int, api_version: int, make_frame: Callable[[int], bytes | bytearray]
+    ) -> dict[str, Any]:
         if self._closed:
             raise ConnectionError(f"{self}: closed")
         async with asyncio.timeout(self.request_timeout_ms / 1000) as cm:
@@ -94,7 +114,7 @@ class BrokerChannel:
                 raise ConnectionError(f"{self}: connection lost")
             self._next_correlation = (self._next_correlation + 1) & 0x7FFFFFFF
             cid = self._next_correlation
-            frame = encode_request(RequestHeader(api_key, api_version, cid, self.client_id), body)
+            frame = make_frame(cid)
             fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             self._pending[cid] = (api_key, api_version, fut)
             try:

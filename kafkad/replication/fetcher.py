@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError
 from kafkad.replication.broker_channel import BrokerChannel
+from kafkad.replication.fetch_request import FETCH_VERSION, FetchTemplate, fetch_body
 from kafkad.storage.log_offline import LogIOError
 from kafkad.storage.log_types import AppendOrigin
 
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FETCH_VERSION = 11
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 UNDEFINED = -1
 TP = tuple[str, int]
@@ -123,6 +123,7 @@ class ReplicaFetcher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.fetches = 0  # completed Fetch requests (tests, metrics)
+        self._template: FetchTemplate | None = None
         self.on_storage_error: StorageErrorHook | None = None  # FetcherManager's
 
     def __repr__(self) -> str:
@@ -274,33 +275,17 @@ class ReplicaFetcher:
 
     # --- fetching ----------------------------------------------------------------------------------
     async def _fetch(self, follows: list[_Follow]) -> None:
-        cfg = self.cfg
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for f in follows:
-            plog = f.part.log
-            by_topic.setdefault(f.part.topic, []).append(
-                {
-                    "partition": f.part.index,
-                    "current_leader_epoch": f.epoch,
-                    "fetch_offset": plog.log_end_offset,
-                    "log_start_offset": plog.log_start_offset,
-                    "partition_max_bytes": cfg.partition_max_bytes,
-                }
-            )
-        body = {
-            "replica_id": cfg.broker_id,
-            "max_wait_ms": cfg.max_wait_ms,
-            "min_bytes": cfg.min_bytes,
-            "max_bytes": cfg.response_max_bytes,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
-            "forgotten_topics_data": [],
-            "rack_id": cfg.rack,
-        }
+        keys = tuple((f.part.topic, f.part.index, f.epoch) for f in follows)
+        offsets = [(f.part.log.log_end_offset, f.part.log.log_start_offset) for f in follows]
+        template = self._template
+        if template is None or template.keys != keys:
+            template = self._template = FetchTemplate(self.cfg, self.channel.client_id, keys)
         sent = {(f.part.topic, f.part.index): (f, f.part.log.log_end_offset) for f in follows}
-        resp = await self.channel.request(ApiKey.FETCH, FETCH_VERSION, body)
+        if template.ok:
+            resp = await self.channel.request_frame(ApiKey.FETCH, FETCH_VERSION, template.frame(offsets))
+        else:
+            body = fetch_body(self.cfg, [(k, o, s) for k, (o, s) in zip(keys, offsets, strict=True)])
+            resp = await self.channel.request(ApiKey.FETCH, FETCH_VERSION, body)
         self.fetches += 1
         if resp.get("error_code"):
             log.info("%r: Fetch error %s", self, ErrorCode(resp["error_code"]).name)

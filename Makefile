@@ -14,7 +14,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/cluster tests/chaos tests/packaging tests/spark \
               tests/bench/test_bench_helpers.py
 
-.PHONY: install run test test-unit test-integration test-spark test-packaging deb-deps packages \
+.PHONY: install run run-cluster test test-unit test-integration test-spark test-packaging deb-deps packages \
         lint typecheck bench docs clean chaos
 
 # `make install`: the venv with kafkad and its development tools (no system packages needed).
@@ -28,6 +28,9 @@ install: $(VENV)/.installed
 
 run: install
 	$(VENV)/bin/kafkad --config config/server.properties
+
+run-cluster: install
+	config/cluster/run.sh
 
 deb-deps:
 	@missing=""; for p in $(DEB_TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -131,7 +131,8 @@ async def fetch_error(ch: BrokerChannel, partition: int) -> int:
             }
         ],
     }
-    resp = await ch.request(ApiKey.FETCH, 11, body)
+    # v10: from v11 (KIP-392) a follower serves consumers, so only an older Fetch tells roles apart
+    resp = await ch.request(ApiKey.FETCH, 10, body)
     return int(resp["responses"][0]["partitions"][0]["error_code"])
 
 

@@ -139,9 +139,32 @@ class ClusterMode:
     async def _register(self) -> None:
         assert self.broker is not None
         b = self.broker
-        host, port = b.advertised_host_port()
-        # The PLAINTEXT listener brokers reach each other on (inter-broker TLS/SASL is not supported yet).
-        info = Z.BrokerInfo(b.broker_id, host, port, self.config.server.rack, b.advertised_spec().name)
+        # The listener brokers reach each other on: inter.broker.listener.name, else the first PLAINTEXT one.
+        ib = self.config.security.inter_broker
+        listener = ib.listener if ib is not None else None
+        spec = b.advertised_spec(listener)
+        protocols = self.config.security.listeners
+
+        def protocol(name: str) -> str:
+            ls = protocols.get(name)
+            return ls.protocol.value if ls is not None else "PLAINTEXT"
+
+        host, port = b.advertised_host_port(spec.name)
+        # Every other advertised listener too: clients get each broker's address on their own listener.
+        others = tuple(
+            (s.name, *b.advertised_host_port(s.name), protocol(s.name))
+            for s in b.advertised
+            if s.name != spec.name
+        )
+        info = Z.BrokerInfo(
+            b.broker_id,
+            host,
+            port,
+            self.config.server.rack,
+            spec.name,
+            protocol=protocol(spec.name),
+            others=others,
+        )
         path = Z.BrokerIdZNode.path(b.broker_id)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.zookeeper.session_timeout_ms / 1000 * 1.5 + 5

@@ -166,6 +166,9 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
 
         cluster = await ClusterMode.connect(config)
         await security.use_zookeeper(cluster.zk)  # SCRAM users and ACLs shared through ZooKeeper
+        from kafkad.security import inter_broker
+
+        inter_broker.configure(config.security.inter_broker)  # TLS/SASL of broker-to-broker channels
     meta = cluster.meta_args() if cluster else {}
     broker_id, cluster_id = await loop.run_in_executor(
         None, lambda: ensure_meta_properties(dirs, config.server.broker_id, **meta)

@@ -52,6 +52,9 @@ class _Queued:
         self.api_key, self.version, self.body, self.callback = api_key, version, body, callback
 
 
+_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}  # Kafka's SecurityProtocol ids
+
+
 class _BrokerSender:
     def __init__(self, info: BrokerInfo, client_id: str, timeout_ms: int) -> None:
         from kafkad.replication.broker_channel import BrokerChannel
@@ -272,7 +275,13 @@ class RequestBatch:
                 {
                     "id": b.broker_id,
                     "endpoints": [
-                        {"port": b.port, "host": b.host, "listener": b.listener, "security_protocol": 0}
+                        {
+                            "port": port,
+                            "host": host,
+                            "listener": name,
+                            "security_protocol": _PROTOCOL_IDS.get(proto, 0),
+                        }
+                        for name, host, port, proto in ((b.listener, b.host, b.port, b.protocol), *b.others)
                     ],
                     "rack": b.rack,
                 }

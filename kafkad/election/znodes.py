@@ -106,6 +106,9 @@ class BrokerInfo(NamedTuple):
     rack: str | None
     listener: str = "PLAINTEXT"
     epoch: int = -1  # czxid of the znode (KIP-380); not in the JSON
+    protocol: str = "PLAINTEXT"  # security protocol of `listener` (the inter-broker one)
+    # The broker's other advertised listeners: (listener, host, port, protocol), after the inter-broker one.
+    others: tuple[tuple[str, str, int, str], ...] = ()
 
 
 class BrokerIdZNode:
@@ -119,8 +122,12 @@ class BrokerIdZNode:
             "version": 4,
             "host": info.host,
             "port": info.port,
-            "endpoints": [f"{info.listener}://{info.host}:{info.port}"],
-            "listener_security_protocol_map": {info.listener: "PLAINTEXT"},
+            "endpoints": [f"{info.listener}://{info.host}:{info.port}"]
+            + [f"{name}://{host}:{port}" for name, host, port, _ in info.others],
+            "listener_security_protocol_map": {
+                info.listener: info.protocol,
+                **{name: proto for name, _, _, proto in info.others},
+            },
             "jmx_port": -1,
             "timestamp": timestamp_ms or _now_ms(),
         }
@@ -133,11 +140,18 @@ class BrokerIdZNode:
         d = _loads(data)
         host, port, listener = d.get("host"), d.get("port", -1), "PLAINTEXT"
         endpoints = d.get("endpoints") or []
-        if endpoints:  # "NAME://host:port"; the first endpoint is the inter-broker one here
-            name, _, rest = str(endpoints[0]).partition("://")
+        protocols = d.get("listener_security_protocol_map") or {}
+        parsed = []
+        for ep in endpoints:  # "NAME://host:port"; the first endpoint is the inter-broker one here
+            name, _, rest = str(ep).partition("://")
             h, _, p = rest.rpartition(":")
-            listener, host, port = name, h.strip("[]"), int(p)
-        return BrokerInfo(broker_id, str(host or ""), int(port), d.get("rack"), listener, epoch)
+            parsed.append((name, h.strip("[]"), int(p), str(protocols.get(name, "PLAINTEXT"))))
+        protocol = "PLAINTEXT"
+        if parsed:
+            listener, host, port, protocol = parsed[0]
+        return BrokerInfo(
+            broker_id, str(host or ""), int(port), d.get("rack"), listener, epoch, protocol, tuple(parsed[1:])
+        )
 
 
 # --- /brokers/topics/<t> -------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import struct
 import time
 from collections.abc import Callable, Mapping
@@ -77,7 +78,9 @@ class BrokerChannel:
             self._failures = 0
             self._next_attempt = 0.0
 
-    async def request(self, api_key: int, api_version: int, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def request(
+        self, api_key: int, api_version: int, body: Mapping[str, Any], *, auth_step: bool = False
+    ) -> dict[str, Any]:
         """Send one request and wait for its response body.
 
         Raises ConnectionError (the connection failed or could not be opened; the next call reconnects),
@@ -107,7 +110,8 @@ class BrokerChannel:
         if self._closed:
             raise ConnectionError(f"{self}: closed")
         async with asyncio.timeout(self.request_timeout_ms / 1000) as cm:
-            if self._wire is None:
+            # While a new connection authenticates (SASL), only its own steps (auth_step) may use it.
+            if self._wire is None or (self._connecting is not None and not auth_step):
                 await self._connect()
             wire = self._wire
             if wire is None:  # dropped again while we were connecting
@@ -157,8 +161,18 @@ class BrokerChannel:
             if wait > 0:
                 await asyncio.sleep(wait)
             try:
-                _, wire = await loop.create_connection(lambda: _Wire(self), self.host, self.port)
-            except OSError as e:
+                from kafkad.security import inter_broker
+
+                sec = inter_broker.CLIENT  # inter.broker.listener.name with TLS and/or SASL, else None
+                ctx = sec.ssl_context if sec is not None else None
+                _, wire = await loop.create_connection(
+                    lambda: _Wire(self),
+                    self.host,
+                    self.port,
+                    ssl=ctx,
+                    server_hostname=self.host if ctx else None,
+                )
+            except (OSError, ssl.SSLError) as e:
                 self._failures += 1
                 backoff = min(
                     self.reconnect_backoff_ms * (1 << min(self._failures - 1, 20)),
@@ -172,9 +186,19 @@ class BrokerChannel:
             if self._closed:
                 wire.transport.close()
                 raise ConnectionError(f"{self}: closed")
+            self._wire = wire
+            if sec is not None and sec.mechanism:
+                try:
+                    await sec.authenticate(lambda k, v, b: self.request(k, v, b, auth_step=True))
+                except (TimeoutError, ConnectionError, OSError) as e:
+                    self._failures += 1
+                    self._next_attempt = time.monotonic() + self.reconnect_backoff_max_ms / 1000
+                    self._drop(ConnectionError(f"{self}: {e}"))
+                    self._connecting.set_exception(ConnectionError(f"{self}: {e}"))
+                    self._connecting.exception()
+                    raise ConnectionError(f"{self}: {e}") from None
             self._failures = 0
             self._next_attempt = 0.0
-            self._wire = wire
             self._connecting.set_result(None)
         finally:
             if not self._connecting.done():

@@ -84,6 +84,21 @@ class ListenerSecurity:
 
 
 @dataclass(frozen=True, slots=True)
+class InterBroker:
+    """How this broker reaches the others: their `listener` (inter.broker.listener.name, or the listener
+    named by security.inter.broker.protocol), its TLS material, the SASL mechanism and this broker's login
+    (username/password of that listener's JAAS entry for sasl.mechanism.inter.broker.protocol)."""
+
+    listener: str
+    protocol: Protocol
+    tls: TlsSettings | None
+    mechanism: str
+    username: str
+    password: str
+    verify_host: bool
+
+
+@dataclass(frozen=True, slots=True)
 class SecurityConfig:
     listeners: Mapping[str, ListenerSecurity]
     authorizer: bool
@@ -92,6 +107,7 @@ class SecurityConfig:
     reauth_ms: int
     inter_broker_mechanism: str
     metrics_tls: TlsSettings | None = None
+    inter_broker: InterBroker | None = None  # None: the first PLAINTEXT listener (standalone: unused)
 
     @property
     def plaintext_only(self) -> bool:
@@ -211,21 +227,7 @@ def build_security(
                     )
         listeners[name] = ListenerSecurity(name, proto, tls, mechs, plain_users)
 
-    ib = s("inter.broker.listener.name")
-    if ib is not None and (
-        ib.upper() not in listeners or listeners[ib.upper()].protocol is not Protocol.PLAINTEXT
-    ):
-        raise SecurityConfigError(
-            "inter.broker.listener.name",
-            f"{ib}: must name a PLAINTEXT listener (inter-broker TLS/SASL is not supported yet)",
-        )
-    if s("zookeeper.connect") is not None and not any(
-        ls.protocol is Protocol.PLAINTEXT for ls in listeners.values()
-    ):
-        raise SecurityConfigError(
-            "listeners",
-            "cluster mode needs a PLAINTEXT listener for inter-broker traffic (TLS/SASL between brokers is not supported yet)",
-        )
+    inter_broker = _inter_broker(values, listeners, s)
     metrics_tls = None
     urls = values.get("metrics.listeners")
     for url in urls if isinstance(urls, list) else ():
@@ -251,7 +253,47 @@ def build_security(
         reauth_ms=reauth if isinstance(reauth, int) else 0,
         inter_broker_mechanism=s("sasl.mechanism.inter.broker.protocol") or "PLAIN",
         metrics_tls=metrics_tls,
+        inter_broker=inter_broker,
     )
+
+
+def _inter_broker(
+    values: Mapping[str, ConfigValue],
+    listeners: Mapping[str, ListenerSecurity],
+    s: Callable[[str], str | None],
+) -> InterBroker | None:
+    ib, proto = s("inter.broker.listener.name"), s("security.inter.broker.protocol") or "PLAINTEXT"
+    key = "inter.broker.listener.name" if ib is not None else "security.inter.broker.protocol"
+    name = ib.upper() if ib is not None else (proto if proto != "PLAINTEXT" else None)
+    if name is None:
+        if s("zookeeper.connect") is not None and not any(
+            ls.protocol is Protocol.PLAINTEXT for ls in listeners.values()
+        ):
+            raise SecurityConfigError(
+                "listeners", "cluster mode without a PLAINTEXT listener needs inter.broker.listener.name"
+            )
+        return None
+    ls = listeners.get(name)
+    if ls is None:
+        raise SecurityConfigError(key, f"no listener named {name} in listeners")
+    mech, user, password = "", "", ""
+    if ls.protocol.sasl:
+        mech = s("sasl.mechanism.inter.broker.protocol") or "PLAIN"
+        if mech not in ls.mechanisms:
+            raise SecurityConfigError(
+                "sasl.mechanism.inter.broker.protocol", f"{mech} is not enabled on listener {name}"
+            )
+        jk = f"listener.name.{name.lower()}.{mech.lower()}.sasl.jaas.config"
+        jk = jk if jk in values else "sasl.jaas.config"
+        text = values.get(jk)
+        opts = parse_jaas(text, jk).options if isinstance(text, str) and text else {}
+        user, password = opts.get("username", ""), opts.get("password", "")
+        if not user or not password:
+            raise SecurityConfigError(
+                jk, f"brokers log in to {name} with {mech}: set username and password here"
+            )
+    verify = s("ssl.endpoint.identification.algorithm") == "https"
+    return InterBroker(name, ls.protocol, ls.tls, mech, user, password, verify)
 
 
 def _tls_settings(

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -91,3 +92,65 @@ def test_credentials_and_acls_shared_through_zookeeper(
                    "topic_data": [{"name": "orders", "partition_data": [{"index": 0, "records": b""}]}]}  # fmt: skip
         resp = client.send(0, produce)
         assert resp["responses"][0]["partition_responses"][0]["error_code"] == 29
+
+
+def test_replication_over_sasl_ssl(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster], tmp_path: Path
+) -> None:
+    """inter.broker.listener.name=SASL_SSL: brokers register that endpoint, and the controller's requests and
+    the followers' fetches go through TLS + SASL/PLAIN as User:broker; an acks=all write is replicated."""
+    from confluent_kafka import Producer
+
+    from tests.integration.pki import make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="broker" password="broker-secret" user_broker="broker-secret";'
+    )
+    ports = {1: free_port(), 2: free_port()}
+    secure = {1: free_port(), 2: free_port()}
+    c = kafkad_cluster(
+        zk_server.connect_string,
+        2,
+        ports=ports,
+        overrides={
+            "inter.broker.listener.name": "SASL_SSL",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+            "ssl.keystore.location": str(pki.server),
+            "ssl.truststore.location": str(pki.ca),
+            "min.insync.replicas": "2",
+        },
+        broker_overrides={
+            b: {"listeners": f"PLAINTEXT://127.0.0.1:{ports[b]},SASL_SSL://127.0.0.1:{secure[b]}"}
+            for b in (1, 2)
+        },
+    )
+    c.wait_registered([1, 2], timeout_s=60)
+    c.wait_controller(timeout_s=60)
+    for b in (1, 2):
+        reg = json.loads(c.zk.client.get(f"/brokers/ids/{b}")[0])
+        # The inter-broker endpoint first, then the others (clients get the one of their own listener).
+        assert reg["endpoints"] == [
+            f"SASL_SSL://127.0.0.1:{secure[b]}",
+            f"PLAINTEXT://127.0.0.1:{ports[b]}",
+        ], reg
+        assert reg["listener_security_protocol_map"] == {"SASL_SSL": "SASL_SSL", "PLAINTEXT": "PLAINTEXT"}
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic("replicated", 1, 2)])["replicated"].result(60)
+    state = c.wait_until(
+        lambda: (st := c.zk.partition_state("replicated", 0)) is not None and len(st.isr) == 2 and st,
+        60,
+        "ISR of 2",
+    )
+    errors: list[object] = []
+    p = Producer({"bootstrap.servers": c.broker(state.leader).bootstrap, "acks": "all"})
+    for i in range(20):
+        p.produce("replicated", f"m{i}".encode(), on_delivery=lambda e, _m: errors.append(e) if e else None)
+    assert p.flush(60) == 0 and not errors, (
+        errors
+    )  # min.insync.replicas=2: the follower fetched over SASL_SSL
+    logs = c.broker(1).log_text() + c.broker(2).log_text()
+    assert "User:broker authenticated with PLAIN on SASL_SSL" in logs

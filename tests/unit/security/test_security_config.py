@@ -159,13 +159,32 @@ def test_check_config_hides_passwords(tmp_path: Path, pem: Path) -> None:
     assert "ssl.key.password=[hidden]" in "\n".join(lines) and "topsecret" not in "\n".join(lines)
 
 
-def test_inter_broker_security_refused_until_supported(tmp_path: Path, pem: Path) -> None:
-    f = props(tmp_path, pem, "security.inter.broker.protocol=SASL_SSL")
-    with pytest.raises(ConfigError, match=r"security\.inter\.broker\.protocol: must be one of PLAINTEXT"):
-        load_config(f)
-    with pytest.raises(ConfigError, match=r"inter\.broker\.listener\.name: SASL_SSL: must name a PLAINTEXT"):
-        load_config(props(tmp_path, pem, "inter.broker.listener.name=SASL_SSL"))
-    with pytest.raises(ConfigError, match=r"listeners: cluster mode needs a PLAINTEXT listener"):
+def test_inter_broker_listener(tmp_path: Path, pem: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"security\.inter\.broker\.protocol: no listener named SASL_PLAINTEXT"
+    ):
+        load_config(props(tmp_path, pem, "security.inter.broker.protocol=SASL_PLAINTEXT"))
+    with pytest.raises(
+        ConfigError, match=r"sasl\.jaas\.config: brokers log in to SASL_SSL with SCRAM-SHA-256"
+    ):
+        load_config(
+            props(
+                tmp_path,
+                pem,
+                "inter.broker.listener.name=SASL_SSL",
+                "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256",
+            )
+        )
+    ib = load_config(props(tmp_path, pem, "inter.broker.listener.name=SASL_SSL")).security.inter_broker
+    assert ib is not None
+    assert (ib.listener, ib.mechanism, ib.username, ib.password) == (
+        "SASL_SSL",
+        "PLAIN",
+        "admin",
+        "admin-secret",
+    )
+    assert ib.tls is not None and ib.protocol is Protocol.SASL_SSL
+    with pytest.raises(ConfigError, match=r"listeners: cluster mode without a PLAINTEXT listener"):
         load_config(
             None,
             ["listeners=SSL://127.0.0.1:9093", f"ssl.keystore.location={pem / 'ks.pem'}",

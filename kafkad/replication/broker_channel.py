@@ -92,6 +92,7 @@ class BrokerChannel:
             api_key,
             api_version,
             lambda cid: encode_request(RequestHeader(api_key, api_version, cid, client_id), body),
+            auth_step=auth_step,
         )
 
     async def request_frame(self, api_key: int, api_version: int, frame: bytearray) -> dict[str, Any]:
@@ -105,7 +106,12 @@ class BrokerChannel:
         return await self._roundtrip(api_key, api_version, stamp)
 
     async def _roundtrip(
-        self, api_key: int, api_version: int, make_frame: Callable[[int], bytes | bytearray]
+        self,
+        api_key: int,
+        api_version: int,
+        make_frame: Callable[[int], bytes | bytearray],
+        *,
+        auth_step: bool = False,
     ) -> dict[str, Any]:
         if self._closed:
             raise ConnectionError(f"{self}: closed")

@@ -259,28 +259,32 @@ class ClusterMode:
         from kafkad.replication.broker_channel import BrokerChannel
 
         backoff = _int(cfg, "controlled.shutdown.retry.backoff.ms") / 1000
+        timeout_s = _int(cfg, "controller.socket.timeout.ms") / 1000
         for attempt in range(_int(cfg, "controlled.shutdown.max.retries")):
             try:
-                got = await self.zk.get(Z.CONTROLLER)
-                cid = Z.ControllerZNode.decode(got[0])
-                if cid is None:
-                    raise ConnectionError("no controller")
-                bdata = await self.zk.get(Z.BrokerIdZNode.path(cid))
-                ctl = Z.BrokerIdZNode.decode(cid, bdata[0])
-                ch = BrokerChannel(
-                    ctl.host,
-                    ctl.port,
-                    client_id=f"broker-{self.broker.broker_id}-shutdown",
-                    request_timeout_ms=30000,
-                )
-                try:
-                    resp = await ch.request(
-                        ApiKey.CONTROLLED_SHUTDOWN,
-                        3,
-                        {"broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch},
+                if not self.zk.connected:  # no session: the controller would see us go anyway
+                    raise ConnectionError("not connected to ZooKeeper")
+                async with asyncio.timeout(timeout_s):  # ZooKeeper may vanish meanwhile: never hang here
+                    got = await self.zk.get(Z.CONTROLLER)
+                    cid = Z.ControllerZNode.decode(got[0])
+                    if cid is None:
+                        raise ConnectionError("no controller")
+                    bdata = await self.zk.get(Z.BrokerIdZNode.path(cid))
+                    ctl = Z.BrokerIdZNode.decode(cid, bdata[0])
+                    ch = BrokerChannel(
+                        ctl.host,
+                        ctl.port,
+                        client_id=f"broker-{self.broker.broker_id}-shutdown",
+                        request_timeout_ms=int(timeout_s * 1000),
                     )
-                finally:
-                    ch.close()
+                    try:
+                        resp = await ch.request(
+                            ApiKey.CONTROLLED_SHUTDOWN,
+                            3,
+                            {"broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch},
+                        )
+                    finally:
+                        ch.close()
                 remaining = resp.get("remaining_partitions") or []
                 if resp["error_code"] == 0 and not remaining:
                     log.info("controlled shutdown succeeded (controller %d)", cid)
@@ -293,6 +297,8 @@ class ClusterMode:
                 )
             except Exception as e:
                 log.warning("controlled shutdown attempt %d failed: %r", attempt + 1, e)
+                if not self.zk.connected:
+                    break
             await asyncio.sleep(backoff)
         log.warning("controlled shutdown did not complete; shutting down anyway")
         return False

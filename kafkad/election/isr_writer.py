@@ -77,5 +77,9 @@ class IsrWriter:
             self._pending.update(batch)
 
     async def close(self) -> None:
-        if self._flush is not None:
-            await asyncio.gather(self._flush, return_exceptions=True)
+        """Let a pending notification go out (bounded: ZooKeeper may be gone)."""
+        if self._flush is not None and not self._flush.done():
+            done, _ = await asyncio.wait([self._flush], timeout=2.0)
+            if not done:
+                self._flush.cancel()
+                await asyncio.gather(self._flush, return_exceptions=True)

@@ -56,11 +56,17 @@ def create_topic(bootstrap: str, name: str, partitions: int, rf: int) -> dict[st
     return dict(resp["topics"][0])
 
 
-@pytest.mark.parametrize("zk_kind", ["zk_server", "zk_ensemble"])
+@pytest.fixture(params=["zk_server", "zk_ensemble"])
+def zk_any(request: pytest.FixtureRequest) -> Any:
+    """A standalone ZooKeeper or a 3-node ensemble; set up before (so torn down after) the cluster."""
+    return request.getfixturevalue(request.param)
+
+
 def test_register_elect_create_and_fail_over(
-    zk_kind: str, request: pytest.FixtureRequest, kafkad_cluster: Callable[..., KafkadCluster]
+    zk_any: Any, kafkad_cluster: Callable[..., KafkadCluster]
 ) -> None:
-    zk_fixture = request.getfixturevalue(zk_kind)
+    zk_fixture = zk_any
+    zk_kind = "zk_ensemble" if hasattr(zk_fixture, "wait_leader") else "zk_server"
     c = kafkad_cluster(zk_fixture.connect_string, 3)
     c.wait_registered([1, 2, 3], timeout_s=30)
     epochs = {b: c.zk.broker_epoch(b) for b in c.ids}

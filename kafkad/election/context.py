@@ -38,9 +38,6 @@ class ControllerContext:
     def live_ids(self) -> set[int]:
         return set(self.live_brokers)
 
-    def live_or_shutting(self) -> set[int]:
-        return set(self.live_brokers)
-
     def is_live(self, broker_id: int) -> bool:
         return broker_id in self.live_brokers
 
@@ -74,9 +71,6 @@ class ControllerContext:
 
     def partitions_on(self, broker_id: int) -> list[TP]:
         return [tp for tp, reps in self.assignment.items() if broker_id in reps]
-
-    def partitions_led_by(self, broker_id: int) -> list[TP]:
-        return [tp for tp, s in self.leaders.items() if s.leader == broker_id]
 
     def offline_replicas(self, tp: TP) -> list[int]:
         return [b for b in self.assignment.get(tp, ()) if b not in self.live_brokers]

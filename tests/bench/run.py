@@ -21,7 +21,14 @@ from pathlib import Path
 
 import psutil
 
-from tests.bench import report, scenario_fetch, scenario_misc, scenario_produce
+from tests.bench import (
+    report,
+    scenario_failover,
+    scenario_fetch,
+    scenario_misc,
+    scenario_produce,
+    scenario_replication,
+)
 from tests.bench.context import SETTINGS, Context, Mode
 from tests.bench.servers import start_broker, start_sink
 from tests.bench.workers import Pool
@@ -37,6 +44,8 @@ SCENARIOS: dict[str, Callable[[Context], None]] = {
     "partitions": scenario_produce.partitions,
     "latency": scenario_misc.latency,
     "fetch": scenario_fetch.fetch,
+    "failover": scenario_failover.failover,  # ZooKeeper + 3 kafkad in cluster mode (issue 10)
+    "replication": scenario_replication.replication,  # same, RF 3 (issue 11)
     "recovery": scenario_misc.recovery,
 }
 
@@ -142,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     suffix = "" if set(only) == set(SCENARIOS) else "-" + "-".join(only)
     report.write_json(a.out / f"{mode.value}{suffix}.json", mode.value, ctx.rows, ctx.series, meta)
-    pngs = report.plots(a.out, mode.value + suffix, ctx.series)
+    plotted = any(k in ctx.series for k in ("produce", "partitions", "latency"))
+    pngs = report.plots(a.out, mode.value + suffix, ctx.series) if plotted else []
     table = report.table(ctx.rows)
     (a.out / f"{mode.value}{suffix}.md").write_text(
         f"kafkad bench, mode {mode.value}, commit {meta['commit']}, {meta['date']}, wall {meta['wall_s']}s\n\n"

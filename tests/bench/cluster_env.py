@@ -25,7 +25,7 @@ from kafkad.replication.broker_channel import BrokerChannel
 from tests.bench.raw_client import make_batch
 from tests.cluster.cluster import KafkadCluster
 from tests.cluster.test_election import request
-from tests.cluster.zookeeper import ZooKeeperServer
+from tests.cluster.zookeeper import ZooKeeperServer, four_letter
 
 SESSION_TIMEOUT_MS = 6000  # the harness's zookeeper.session.timeout.ms (Kafka's default: 18000)
 
@@ -103,6 +103,16 @@ def elect_preferred(c: KafkadCluster, topic: str, n: int) -> None:
 
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
     admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, p) for p in range(n)]).result(120)
+
+
+def zk_packets_received(c: KafkadCluster) -> int:
+    """ZooKeeper's zk_packets_received (mntr): requests from every client since it started."""
+    host, port = c.zk_connect.split(",")[0].rsplit(":", 1)
+    for line in four_letter(host, int(port), "mntr").splitlines():
+        key, _, value = line.partition("\t")
+        if key == "zk_packets_received":
+            return int(value)
+    raise AssertionError("ZooKeeper's mntr has no zk_packets_received")
 
 
 class ZkGoneWatch:

@@ -9,8 +9,9 @@
    kill -9 the moment ZooKeeper expires the dead broker's session (no failover can start earlier), for
    SIGTERM the moment the process exits (leadership should have moved before). The controller's own work
    is read from its log ("controller event BrokerChange|ControlledShutdown took X ms"), 1,000 partitions
-   against 10. Between runs the broker is restarted, rejoins every ISR and gets its leadership back by a
-   preferred election over the wire.
+   against 10, with the ZooKeeper requests (mntr's zk_packets_received) and the controller's CPU seconds from
+   the kill -9 to that event's end, which say where that work goes. Between runs the broker is restarted,
+   rejoins every ISR and gets its leadership back by a preferred election over the wire.
 3. Controller failover: kill -9 of the controller until a new /controller, and until a CreateTopics sent
    to a surviving broker succeeds; baseline: the dead controller's session expiry.
 """
@@ -23,6 +24,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+import psutil
+
 from tests.bench.cluster_env import (
     SESSION_TIMEOUT_MS,
     ZkGoneWatch,
@@ -32,6 +35,7 @@ from tests.bench.cluster_env import (
     probe_writable,
     states,
     wait_led_by,
+    zk_packets_received,
 )
 from tests.bench.context import Context, Mode
 from tests.bench.servers import BROKER_DEFAULTS
@@ -93,6 +97,15 @@ def failover(ctx: Context) -> None:
                     goal,
                 )
             )
+        for key, label, unit in (
+            ("zk_ops", "ZooKeeper requests (all clients) from the kill -9 to the end of BrokerChange", "req"),
+            ("ctrl_cpu", "controller CPU from the kill -9 to the end of BrokerChange, s", "cpu-s"),
+        ):
+            k = figure(f"{key} {s.large}", unit, large[key])
+            base = figure(f"{key} 10", unit, small[key][: len(large[key])])
+            ctx.rows.append(
+                Row(SECTION, f"{label}, {s.large} partitions", k, base, "10 partitions", ratio("", k, base))
+            )
         _controller_failover(ctx, c, s.controller_runs)
 
 
@@ -129,8 +142,6 @@ def _idle_rss(ctx: Context, c: KafkadCluster) -> None:
 
 
 def _rss_mb(b: BrokerProcess) -> float:
-    import psutil
-
     return float(psutil.Process(b.pid).memory_info().rss) / 1e6
 
 
@@ -161,7 +172,17 @@ def _leader_runs(
     ctx: Context, c: KafkadCluster, topic: str, n: int, victim: int, runs: int
 ) -> dict[str, list[float]]:
     got: dict[str, list[float]] = {
-        k: [] for k in ("kill", "expiry", "term", "exit", "BrokerChange", "ControlledShutdown")
+        k: []
+        for k in (
+            "kill",
+            "expiry",
+            "term",
+            "exit",
+            "BrokerChange",
+            "ControlledShutdown",
+            "zk_ops",
+            "ctrl_cpu",
+        )
     }
     for i in range(runs):
         for how in ("kill", "term"):
@@ -169,6 +190,8 @@ def _leader_runs(
             offset = len(c.broker(ctrl).log_text(since_start=False))
             gone = ZkGoneWatch(c, victim)
             exit_at: list[float] = []
+            ctrl_proc = psutil.Process(c.broker(ctrl).pid)
+            zk0, cpu0 = zk_packets_received(c), sum(ctrl_proc.cpu_times()[:2])
             t0 = time.monotonic()
             if how == "kill":
                 c.kill9(victim)
@@ -181,6 +204,8 @@ def _leader_runs(
                 got["kill"].append(all_writable)
                 got["expiry"].append(gone.wait(60) - t0)
                 got["BrokerChange"].append(_controller_ms(c, ctrl, offset, "BrokerChange"))
+                got["zk_ops"].append(zk_packets_received(c) - zk0)
+                got["ctrl_cpu"].append(sum(ctrl_proc.cpu_times()[:2]) - cpu0)
             else:
                 stopper.join(150)
                 assert exit_at, f"broker {victim} did not exit after SIGTERM"

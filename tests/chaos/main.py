@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import random
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("kazoo", "chaos.rdkafka"):
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
-    with tempfile.TemporaryDirectory(prefix="kafkad-chaos-") as tmp, _env(args, Path(tmp)) as env:
+    tmp = tempfile.mkdtemp(prefix="kafkad-chaos-")
+    with _env(args, Path(tmp)) as env:
         nemeses = env.nemeses(args.nemeses.split(",") if args.nemeses else None)
         cycles = args.cycles or (100 if args.mode == "long" else len(nemeses))
         w = Workload(History(), env.bootstrap, env.topic, env.partitions, writers=2, rate=args.rate)
@@ -59,8 +61,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:34s} cycles {fig['cycles']:3d} acked {fig['acked']:6d} lost {fig['lost']} "
             f"unavailable p50 {u['p50_s']:.2f}s p99 {u['p99_s']:.2f}s max {u['max_s']:.2f}s"
         )
-    if not res.valid:
+    if not res.valid:  # the brokers' and ZooKeeper's logs stay for the diagnosis
         print(res.explain(), file=sys.stderr)
+        print(f"logs of the brokers and ZooKeeper kept in {tmp}", file=sys.stderr)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0 if res.valid else 1
 
 

@@ -158,7 +158,10 @@ def _wait_acks(
         if want <= got:
             return
         if time.monotonic() >= deadline:
-            unrecovered.append({"after": what, "partitions": sorted(want - got), "timeout_s": timeout_s})
+            unrecovered.append(
+                {"after": what, "partitions": sorted(want - got), "stuck_writers": w.stuck_writers(since),
+                 "timeout_s": timeout_s}
+            )  # fmt: skip
             return
         time.sleep(0.05)
 

@@ -334,8 +334,13 @@ class Workload:
             t.start()
 
     def acked_since(self, t: float) -> set[int]:
-        """Partitions with an acknowledged send that completed after `t`."""
-        return {p for w in self.writers for p, at in list(w.last_ack.items()) if at > t}
+        """Partitions that EVERY writer had acknowledged after `t` (a stuck client is unavailability too:
+        one producer can hang while another one's writes succeed)."""
+        got = [{p for p, at in list(w.last_ack.items()) if at > t} for w in self.writers]
+        return set.intersection(*got) if got else set()
+
+    def stuck_writers(self, t: float) -> list[str]:
+        return [w.client for w in self.writers if not any(at > t for at in list(w.last_ack.values()))]
 
     def stop(self, timeout_s: float = 60.0) -> list[str]:
         """Stop every client; returns the names of those that did not stop in time (daemon threads)."""

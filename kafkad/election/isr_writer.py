@@ -21,6 +21,8 @@ from kafkad.replication.isr import LeaderAndIsr
 
 log = logging.getLogger(__name__)
 
+_RETRY_S = 1.0  # after a failed notification create (ZooKeeper away)
+
 
 class IsrWriter:
     def __init__(self, zk: ZkClient, *, notify_delay_s: float = 0.05) -> None:
@@ -60,21 +62,30 @@ class IsrWriter:
         return version
 
     async def _notify(self) -> None:
-        await asyncio.sleep(self.notify_delay_s)
-        batch, self._pending = sorted(self._pending), set()
-        if not batch:
-            return
-        try:
-            await self.zk.create(
-                Z.IsrChangeNotificationZNode.path_prefix,
-                Z.IsrChangeNotificationZNode.encode(batch),
-                sequence=True,
-            )
-        except Exception:
-            log.warning(
-                "could not record an ISR change notification for %d partitions", len(batch), exc_info=True
-            )
-            self._pending.update(batch)
+        # Loops until nothing is pending: changes recorded while a create is out (this task not done, so
+        # update_isr starts no other) or after a failed create go out in the next round, not at the next
+        # ISR change, which may never come.
+        delay = self.notify_delay_s
+        while True:
+            await asyncio.sleep(delay)
+            batch, self._pending = sorted(self._pending), set()
+            if not batch:
+                return
+            try:
+                await self.zk.create(
+                    Z.IsrChangeNotificationZNode.path_prefix,
+                    Z.IsrChangeNotificationZNode.encode(batch),
+                    sequence=True,
+                )
+                delay = self.notify_delay_s
+            except Exception:
+                log.warning(
+                    "could not record an ISR change notification for %d partitions; retrying",
+                    len(batch),
+                    exc_info=True,
+                )
+                self._pending.update(batch)
+                delay = max(self.notify_delay_s, _RETRY_S)
 
     async def close(self) -> None:
         """Let a pending notification go out (bounded: ZooKeeper may be gone)."""

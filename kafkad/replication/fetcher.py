@@ -222,7 +222,17 @@ class ReplicaFetcher:
                     )
                     self._delay(f)
                     continue
-                retry_epoch = self._apply_epoch_answer(f, p["leader_epoch"], p["end_offset"])
+                try:
+                    retry_epoch = self._apply_epoch_answer(f, p["leader_epoch"], p["end_offset"])
+                except (LogIOError, OSError) as e:
+                    # As an append's I/O error: this partition alone (offline, or delayed if the disk
+                    # is full); raised out of here it backed off the whole fetcher and came back at the
+                    # next round, so the partitions beside it were never fetched again.
+                    log.error("%s-%d: truncation failed: %s", t["topic"], p["partition"], e)
+                    if self.on_storage_error is not None:
+                        self.on_storage_error(t["topic"], p["partition"], e)
+                    self._delay(f)
+                    continue
                 if retry_epoch is not None:
                     again.setdefault(t["topic"], []).append(
                         {

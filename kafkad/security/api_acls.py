@@ -7,7 +7,7 @@ CLUSTER/GROUP_AUTHORIZATION_FAILED), or removes the topics (groups, resources) t
 from the request, runs the handler on the rest and adds an error entry (TOPIC_AUTHORIZATION_FAILED, ...)
 for each removed one to the response, or filters what the response lists (Metadata, ListGroups).
 
-Operations (Kafka's): Produce WRITE topic; Fetch READ topic (CLUSTER_ACTION for followers); ListOffsets,
+Operations (Kafka's): Produce WRITE topic; Fetch READ topic (CLUSTER_ACTION for followers); DescribeCluster none; ListOffsets,
 Metadata, OffsetForLeaderEpoch DESCRIBE topic; OffsetCommit READ group + READ topic; OffsetFetch
 DESCRIBE group + DESCRIBE topic; FindCoordinator DESCRIBE group; Join/Sync/Heartbeat/LeaveGroup READ
 group; DescribeGroups DESCRIBE group; ListGroups DESCRIBE cluster or per group; DeleteGroups DELETE group;
@@ -186,6 +186,29 @@ def _wrap_cluster(op: Operation) -> Callable[[Handler], Handler]:
         return h
 
     return wrap
+
+
+_CLUSTER_OPS = (
+    Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS,
+    Operation.IDEMPOTENT_WRITE, Operation.ALTER, Operation.DESCRIBE,
+)  # fmt: skip
+
+
+def _wrap_describe_cluster(fn: Handler) -> Handler:
+    """DescribeCluster is open to every principal on a broker (Kafka checks nothing but the authorized
+    operations it reports when asked: those the principal is allowed on the cluster)."""
+
+    async def h(ctx: RequestContext, request: Request) -> Body | None:
+        resp = await fn(ctx, request)
+        if resp is None or not request.body.get("include_cluster_authorized_operations"):
+            return resp
+        out = dict(resp)
+        out["cluster_authorized_operations"] = sum(
+            1 << op for op in _CLUSTER_OPS if allowed(ctx, op, _C, CLUSTER_NAME)
+        )
+        return out
+
+    return h
 
 
 def _wrap_offset_fetch(fn: Handler) -> Handler:
@@ -443,7 +466,7 @@ WRAPPERS: Mapping[int, Callable[[Handler], Handler]] = {
     46: _wrap_cluster(Operation.DESCRIBE),  # ListPartitionReassignments
     47: _wrap_offset_delete,
     56: _wrap_cluster(Operation.CLUSTER_ACTION),  # AlterPartition
-    60: _wrap_cluster(Operation.DESCRIBE),  # DescribeCluster
+    60: _wrap_describe_cluster,
 }
 # Checked inside their own handlers or open to all: ApiVersions (18), SaslHandshake (17), SaslAuthenticate
 # (36), the ACL APIs (29-31) and SCRAM credential APIs (50, 51).

@@ -159,6 +159,29 @@ def test_read_only_user(env: Acl) -> None:
         assert codes == {"secret": 29, "orders": 0}
 
 
+def test_describe_cluster_open_to_every_principal(env: Acl) -> None:
+    """Kafka's broker checks no ACL for DescribeCluster (AdminClient.describeCluster of any user works);
+    the authorized operations it reports are the principal's own."""
+    from kafkad.tools.client import KafkaClient
+    from kafkad.tools.client_security import ClientSecurity
+
+    def describe(user: str) -> dict[str, object]:
+        sec = ClientSecurity.from_properties(
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+             "sasl.username": user, "sasl.password": USERS[user]}
+        )  # fmt: skip
+        with KafkaClient(f"127.0.0.1:{env.sasl_port}", security=sec) as client:
+            return dict(client.send(60, {"include_cluster_authorized_operations": True}))
+
+    alice = describe("alice")
+    assert alice["error_code"] == 0 and alice["cluster_authorized_operations"] == 0, alice
+    assert len(alice["brokers"]) == 1  # type: ignore[arg-type]
+    admin = describe("admin")
+    assert admin["error_code"] == 0 and admin["cluster_authorized_operations"] == sum(
+        1 << op for op in (5, 7, 8, 9, 10, 11, 12)
+    ), admin
+
+
 def test_prefixed_acl_covers_new_topics(env: Acl) -> None:
     bob = env.conf("bob")
     topic = f"logs-{uuid.uuid4().hex[:6]}"

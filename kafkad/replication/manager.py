@@ -58,6 +58,10 @@ class ReplicaManager:
         self.isr_updater: IsrUpdater | None = None
         self.fetchers: FetcherManager | None = None
         self.controller_epoch = -1
+        # HWs as loaded from replication-offset-checkpoint: a loaded Partition starts as the standalone
+        # leader (ISR = {self}, HW = LEO); cluster mode puts the checkpointed HW back (the tail above it
+        # may be uncommitted and be truncated when the controller makes this broker a follower)
+        self._loaded_hw: dict[TP, int] = {}
         self.now_ms: Callable[[], int] = lambda: 0
         # topic -> its config overrides, for logs created by LeaderAndIsr (cluster_mode sets it from
         # /config/topics); None or a missing topic = the broker defaults
@@ -73,6 +77,7 @@ class ReplicaManager:
         for plog in self.log_manager.logs():
             key = (plog.topic, plog.partition)
             if key not in self._partitions:
+                self._loaded_hw[key] = plog.high_watermark
                 self._partitions[key] = Partition(plog, self.broker_id)
         for off in self.log_manager.offline_logs():
             self._offline[(off.topic, off.partition)] = off
@@ -87,8 +92,12 @@ class ReplicaManager:
         fetchers.on_storage_error = self.storage_failed  # a follower's I/O error: that partition alone
         self.now_ms = now_ms
         self.isr_updater = isr_updater
+        loaded, self._loaded_hw = self._loaded_hw, {}
         for p in self._partitions.values():
             p.become_follower(-1, -1)
+            hw = loaded.get((p.topic, p.index))
+            if hw is not None and hw < p.log.high_watermark:
+                p.log.high_watermark = hw
 
     def set_isr_updater(self, updater: IsrUpdater | None) -> None:
         self.isr_updater = updater

@@ -80,3 +80,23 @@ def test_leader_and_isr_fencing_roles_and_listeners() -> None:
         await fetchers.shutdown()
 
     asyncio.run(go())
+
+
+def test_cluster_mode_keeps_the_checkpointed_high_watermark() -> None:
+    """A restarted broker's log may hold an uncommitted tail above its checkpointed HW (it led, was
+    killed, its followers had not fetched the tail): cluster mode must not expose it as committed (the
+    loaded Partition, a standalone leader with ISR = {self}, first moves the HW to the LEO)."""
+
+    async def go() -> None:
+        logs = _Logs()
+        plog = logs.create_partition("t", 0)
+        plog.log_end_offset, plog.high_watermark = 100, 40
+        rm = ReplicaManager(logs, broker_id=1)  # type: ignore[arg-type]
+        rm.load_from_logs()
+        rm.enter_cluster_mode(FetcherManager(FetcherConfig(broker_id=1), lambda: 0), lambda: 0)
+        part = rm.get("t", 0)
+        assert part is not None and part.high_watermark == 40
+        assert part.read_records(40, 1000, min_one_batch=True) == "slice"
+        assert plog.reads[-1][2] == 40  # a consumer on this replica reads below the HW only
+
+    asyncio.run(go())

@@ -123,7 +123,11 @@ class Session:
         if self._raw:
             return self._raw_token(frame, peer)
         if self.authenticated and (self._expires is None or self._monotonic() < self._expires):
-            return self._dispatcher.dispatch(frame, peer, self)
+            outcome = self._dispatcher.dispatch(frame, peer, self)
+            if self.close_after:  # a failed re-authentication closes the connection (KIP-368), as Kafka
+                assert not isinstance(outcome, asyncio.Task)
+                raise CloseConnection("SASL re-authentication failed", last=outcome)
+            return outcome
         api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
         if api_key not in _SASL_APIS:
             if self.authenticated:

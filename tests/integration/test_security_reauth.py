@@ -54,6 +54,21 @@ def test_expired_session_is_cut_off(broker: tuple[BrokerProcess, int]) -> None:
     assert served > 0 and time.monotonic() - started >= 1.4
 
 
+def test_failed_reauthentication_closes(broker: tuple[BrokerProcess, int]) -> None:
+    """KIP-368: a re-authentication that fails (here a wrong password) closes the connection at once,
+    it does not keep serving the old session until it expires."""
+    _, port = broker
+    raw = Raw(port)
+    assert raw.call(17, 1, {"mechanism": "PLAIN"})["error_code"] == 0
+    assert raw.call(36, 1, {"auth_bytes": b"\0alice\0alice-secret"})["error_code"] == 0
+    assert raw.call(17, 1, {"mechanism": "PLAIN"})["error_code"] == 0
+    assert raw.call(36, 1, {"auth_bytes": b"\0alice\0wrong"})["error_code"] == 58
+    with pytest.raises((EOFError, ConnectionError)):
+        raw.corr += 1
+        raw.send_raw(encode_request(RequestHeader(3, 1, raw.corr, "x"), {"topics": []}))
+        raw.recv_frame()
+
+
 def test_librdkafka_reauthenticates(broker: tuple[BrokerProcess, int]) -> None:
     b, port = broker
     conf = {

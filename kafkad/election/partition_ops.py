@@ -102,18 +102,24 @@ class PartitionOps:
         return written
 
     async def update_states(
-        self, tps: Iterable[TP], change: Callable[[TP, PartitionState], PartitionState | None]
+        self,
+        tps: Iterable[TP],
+        change: Callable[[TP, PartitionState], PartitionState | None],
+        read_first: bool = True,
     ) -> dict[TP, PartitionState]:
         """Apply `change` (None = leave alone) to each partition's current state and write them all
-        concurrently; a partition whose znode moved is re-read and retried. Returns the written states."""
+        concurrently; a partition whose znode moved is re-read and retried. Returns the written states.
+        With read_first=False the context's state is tried first: the write is conditional on its zkVersion,
+        so a state a leader changed meanwhile fails with BADVERSION and only that one is re-read."""
         out: dict[TP, PartitionState] = {}
 
         async def one(tp: TP) -> None:
             # As Kafka (doElectLeaderForPartitions, removeReplicasFromIsr): decide on the state as it is in
             # ZooKeeper now, not as last seen: leaders change ISRs there and notify only later.
-            fresh = await self.read_state(tp)
-            if fresh is not None:
-                self.ctx.leaders[tp] = fresh
+            if read_first or tp not in self.ctx.leaders:
+                fresh = await self.read_state(tp)
+                if fresh is not None:
+                    self.ctx.leaders[tp] = fresh
             for _ in range(5):
                 cur = self.ctx.leaders.get(tp)
                 if cur is None:
@@ -207,15 +213,10 @@ class PartitionOps:
         failed: list[TP] = []
 
         def change(tp: TP, cur: PartitionState) -> PartitionState | None:
-            e = elector(tp, cur)
-            if e is None:
+            new = self._elected(tp, cur, elector(tp, cur))
+            if new is None:
                 failed.append(tp)
-                return None
-            if e.unclean:
-                log.warning(
-                    "unclean leader election for %s-%d: broker %d (data may be lost)", tp[0], tp[1], e.leader
-                )
-            return PartitionState(e.leader, cur.leader_epoch + 1, e.isr, self.ctx.epoch, cur.zk_version)
+            return new
 
         written = await self.update_states(tps, change)
         for tp in written:
@@ -224,6 +225,15 @@ class PartitionOps:
                 [b for b in self.ctx.assignment.get(tp, ()) if self.ctx.is_live(b)], tp
             )
         return written, failed
+
+    def _elected(self, tp: TP, cur: PartitionState, e: Election | None) -> PartitionState | None:
+        if e is None:
+            return None
+        if e.unclean:
+            log.warning(
+                "unclean leader election for %s-%d: broker %d (data may be lost)", tp[0], tp[1], e.leader
+            )
+        return PartitionState(e.leader, cur.leader_epoch + 1, e.isr, self.ctx.epoch, cur.zk_version)
 
     def offline_elector(self) -> Elector:
         live = self.election_live()
@@ -238,13 +248,7 @@ class PartitionOps:
     async def trigger_online_partitions(self) -> None:
         """Partitions in New/Offline (and Online without a live leader) get a leader if they can."""
         ctx = self.ctx
-        live = self.election_live()
-        todo = [
-            tp
-            for tp, st in ctx.leaders.items()
-            if tp[0] not in ctx.topics_to_delete
-            and (ctx.partition_state(tp) in (PS.NEW, PS.OFFLINE) or st.leader not in live)
-        ]
+        todo = self._needing_election()
         if not todo:
             return
         _, failed = await self.elect(todo, self.offline_elector())
@@ -252,6 +256,16 @@ class PartitionOps:
             ctx.partition_states[tp] = PS.OFFLINE
         if failed:
             log.warning("%d partitions have no eligible leader: %s", len(failed), sorted(failed)[:10])
+
+    def _needing_election(self) -> list[TP]:
+        ctx = self.ctx
+        live = self.election_live()
+        return [
+            tp
+            for tp, st in ctx.leaders.items()
+            if tp[0] not in ctx.topics_to_delete
+            and (ctx.partition_state(tp) in (PS.NEW, PS.OFFLINE) or st.leader not in live)
+        ]
 
     async def preferred(self, tps: Sequence[TP]) -> tuple[dict[TP, PartitionState], list[TP]]:
         live = self.election_live()
@@ -281,6 +295,10 @@ class PartitionOps:
         await self.trigger_online_partitions()
 
     async def on_broker_failure(self, dead: Sequence[int]) -> None:
+        """Kafka's onBrokerFailure (OfflinePartition, triggerOnlinePartitionStateChange, then OfflineReplica)
+        with one conditional write per partition: a partition the dead broker led gets its new leader (whose
+        ISR holds live brokers only, so the ISR removal has nothing left to do), one it followed the ISR
+        removal; the context's zkVersion is tried first and only a partition that moved is re-read."""
         ctx = self.ctx
         dead_set = set(dead)
         led = [
@@ -289,26 +307,68 @@ class PartitionOps:
             if st.leader in dead_set and tp[0] not in ctx.topics_to_delete
         ]
         self.set_partition_state(led, PS.OFFLINE)
-        await self.trigger_online_partitions()
-        await self.replicas_offline([(tp, b) for b in dead for tp in ctx.partitions_on(b)])
+        to_elect = set(self._needing_election())
+        replicas = [(tp, b) for b in dead for tp in ctx.partitions_on(b)]
+        gone_by_tp = self._by_tp(replicas)
+        self.set_replica_state(replicas, RS.OFFLINE)
+        elector = self.offline_elector()
+        failed: set[TP] = set()
+
+        def change(tp: TP, cur: PartitionState) -> PartitionState | None:
+            new: PartitionState | None = None
+            failed.discard(tp)  # a retry after BADVERSION decides again
+            if tp in to_elect:
+                new = self._elected(tp, cur, elector(tp, cur))
+                if new is None:
+                    failed.add(tp)
+            gone = gone_by_tp.get(tp)
+            removed = None if gone is None else self._isr_removal(new or cur, gone)
+            if removed is not None and new is not None:
+                removed = removed._replace(leader_epoch=new.leader_epoch)  # one write, one epoch bump
+            return removed or new
+
+        todo = [tp for tp in ctx.leaders if tp in to_elect or tp in gone_by_tp]
+        written = await self.update_states(todo, change, read_first=False)
+        for tp in to_elect:
+            if tp in failed:
+                ctx.partition_states[tp] = PS.OFFLINE
+            elif tp in written:
+                ctx.partition_states[tp] = PS.ONLINE
+        for tp, st in written.items():
+            if st.leader == NO_LEADER:
+                ctx.partition_states[tp] = PS.OFFLINE
+            self.batch.add_leader_and_isr(
+                [b for b in ctx.assignment.get(tp, ()) if ctx.is_live(b) and b not in gone_by_tp.get(tp, ())],
+                tp,
+            )
+        if failed:
+            log.warning("%d partitions have no eligible leader: %s", len(failed), sorted(failed)[:10])
         self.batch.add_update_metadata(ctx.live_ids, [])
+
+    @staticmethod
+    def _by_tp(replicas: Iterable[tuple[TP, int]]) -> dict[TP, set[int]]:
+        by_tp: dict[TP, set[int]] = {}
+        for tp, b in replicas:
+            by_tp.setdefault(tp, set()).add(b)
+        return by_tp
+
+    def _isr_removal(self, cur: PartitionState, gone: set[int]) -> PartitionState | None:
+        """removeReplicasFromIsr: None when none of `gone` is in the ISR or leads."""
+        if not (gone & set(cur.isr)) and cur.leader not in gone:
+            return None
+        leader = NO_LEADER if cur.leader in gone else cur.leader
+        isr = cur.isr if len(cur.isr) == 1 else tuple(b for b in cur.isr if b not in gone)
+        return PartitionState(leader, cur.leader_epoch + 1, isr, self.ctx.epoch, cur.zk_version)
 
     async def replicas_offline(self, replicas: Sequence[tuple[TP, int]]) -> None:
         """OfflineReplica: drop each from its partition's ISR (leader epoch + 1), as removeReplicasFromIsr;
         a leader that is removed leaves the partition leaderless (-1), and the last ISR member stays."""
         ctx = self.ctx
-        by_tp: dict[TP, set[int]] = {}
-        for tp, b in replicas:
-            by_tp.setdefault(tp, set()).add(b)
+        by_tp = self._by_tp(replicas)
         self.set_replica_state(replicas, RS.OFFLINE)
 
         def change(tp: TP, cur: PartitionState) -> PartitionState | None:
-            gone = by_tp[tp]
-            if not (gone & set(cur.isr)) and cur.leader not in gone:
-                return None
-            leader = NO_LEADER if cur.leader in gone else cur.leader
-            isr = cur.isr if len(cur.isr) == 1 else tuple(b for b in cur.isr if b not in gone)
-            return PartitionState(leader, cur.leader_epoch + 1, isr, ctx.epoch, cur.zk_version)
+            return self._isr_removal(cur, by_tp[tp])
 
         written = await self.update_states([tp for tp in by_tp if tp in ctx.leaders], change)
         for tp, st in written.items():

@@ -78,11 +78,39 @@ class Authenticators:
         return ScramServer(mechanism, lambda user: self.credentials.get(user, mechanism))
 
 
+# Python's getpeercert names attributes by OpenSSL long name; RFC 2253 (Java's X500Principal, hence
+# Kafka's principal) by these keywords.
+_RFC2253_KEYWORDS = {
+    "commonName": "CN",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
+
+
+def _rfc2253_value(v: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;' else c for c in v)
+    if out.startswith(("#", " ")):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out
+
+
 def principal_from_cert(cert: dict[str, Any] | None) -> str:
-    """Kafka's DEFAULT mapping: the whole subject DN, RFC 2253 order (most specific RDN first)."""
+    """Kafka's DEFAULT mapping: the whole subject DN as RFC 2253 writes it (most specific RDN first,
+    CN/OU/O/... keywords, "+" inside a multi-valued RDN, special characters escaped): User:CN=alice,O=Org."""
     if not cert or not cert.get("subject"):
         return ANONYMOUS
-    rdns = [",".join(f"{k}={v}" for k, v in rdn) for rdn in cert["subject"]]
+    rdns = [
+        "+".join(f"{_RFC2253_KEYWORDS.get(k, k)}={_rfc2253_value(v)}" for k, v in rdn)
+        for rdn in cert["subject"]
+    ]
     return "User:" + ",".join(reversed(rdns))
 
 

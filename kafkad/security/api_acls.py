@@ -194,6 +194,18 @@ _CLUSTER_OPS = (
 )  # fmt: skip
 
 
+_TOPIC_OPS = (
+    Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE, Operation.DELETE, Operation.ALTER,
+    Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS,
+)  # fmt: skip
+_GROUP_OPS = (Operation.READ, Operation.DESCRIBE, Operation.DELETE)
+
+
+def _ops(ctx: RequestContext, ops: tuple[Operation, ...], rtype: ResourceType, name: str) -> int:
+    """Kafka's authorized-operations bitfield: the operations of `ops` this principal may perform."""
+    return sum(1 << op for op in ops if allowed(ctx, op, rtype, name))
+
+
 def _wrap_describe_cluster(fn: Handler) -> Handler:
     """DescribeCluster is open to every principal on a broker (Kafka checks nothing but the authorized
     operations it reports when asked: those the principal is allowed on the cluster)."""
@@ -203,9 +215,7 @@ def _wrap_describe_cluster(fn: Handler) -> Handler:
         if resp is None or not request.body.get("include_cluster_authorized_operations"):
             return resp
         out = dict(resp)
-        out["cluster_authorized_operations"] = sum(
-            1 << op for op in _CLUSTER_OPS if allowed(ctx, op, _C, CLUSTER_NAME)
-        )
+        out["cluster_authorized_operations"] = _ops(ctx, _CLUSTER_OPS, _C, CLUSTER_NAME)
         return out
 
     return h
@@ -270,6 +280,12 @@ def _wrap_describe_groups(fn: Handler) -> Handler:
             request.body.get("groups") or (), lambda g: allowed(ctx, Operation.DESCRIBE, _G, g)
         )
         resp = await fn(ctx, _with(request, groups=ok)) if denied else await fn(ctx, request)
+        if resp is not None and request.body.get("include_authorized_operations"):
+            resp = dict(resp)
+            resp["groups"] = [
+                {**g, "authorized_operations": _ops(ctx, _GROUP_OPS, _G, g["group_id"])}
+                for g in resp.get("groups") or ()
+            ]
         return _extend(
             resp, "groups", [{"group_id": g, "error_code": _GROUP_DENIED, "members": []} for g in denied]
         )
@@ -398,10 +414,40 @@ def _describable(ctx: RequestContext, resp: Body | None) -> Body | None:
     return out
 
 
+def _metadata_ops(ctx: RequestContext, request: Request, resp: Body | None) -> Body | None:
+    """The authorized operations a Metadata request asked for: the principal's own."""
+    body = request.body
+    topics, cluster = (
+        body.get("include_topic_authorized_operations"),
+        body.get("include_cluster_authorized_operations"),
+    )
+    if resp is None or not (topics or cluster):
+        return resp
+    out = dict(resp)
+    if topics:
+        out["topics"] = [
+            {**t, "topic_authorized_operations": _ops(ctx, _TOPIC_OPS, _T, t["name"])}
+            if not t["error_code"]
+            else t
+            for t in resp.get("topics") or ()
+        ]
+    if cluster:
+        out["cluster_authorized_operations"] = _ops(ctx, _CLUSTER_OPS, _C, CLUSTER_NAME)
+    return out
+
+
 def _wrap_metadata(fn: Handler) -> Handler:
     """Metadata lists only describable topics; a named topic the principal may not describe answers
     TOPIC_AUTHORIZATION_FAILED; auto-creation needs CREATE on the cluster or the topic."""
+    checked = _wrap_metadata_topics(fn)
 
+    async def h(ctx: RequestContext, request: Request) -> Body | None:
+        return _metadata_ops(ctx, request, await checked(ctx, request))
+
+    return h
+
+
+def _wrap_metadata_topics(fn: Handler) -> Handler:
     async def h(ctx: RequestContext, request: Request) -> Body | None:
         body = request.body
         requested = body.get("topics")

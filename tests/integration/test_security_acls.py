@@ -161,18 +161,33 @@ def test_read_only_user(env: Acl) -> None:
 
 def test_describe_cluster_open_to_every_principal(env: Acl) -> None:
     """Kafka's broker checks no ACL for DescribeCluster (AdminClient.describeCluster of any user works);
-    the authorized operations it reports are the principal's own."""
+    the authorized operations DescribeCluster, Metadata and DescribeGroups report are the principal's own."""
     from kafkad.tools.client import KafkaClient
     from kafkad.tools.client_security import ClientSecurity
 
     def describe(user: str) -> dict[str, object]:
-        sec = ClientSecurity.from_properties(
-            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-             "sasl.username": user, "sasl.password": USERS[user]}
-        )  # fmt: skip
+        sec = _sec(user)
         with KafkaClient(f"127.0.0.1:{env.sasl_port}", security=sec) as client:
             return dict(client.send(60, {"include_cluster_authorized_operations": True}))
 
+    def _sec(user: str) -> ClientSecurity:
+        return ClientSecurity.from_properties(
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+             "sasl.username": user, "sasl.password": USERS[user]}
+        )  # fmt: skip
+
+    read_describe = (1 << 3) | (1 << 8)  # READ, DESCRIBE: alice's ACLs on "orders" and g-alice
+    with KafkaClient(f"127.0.0.1:{env.sasl_port}", security=_sec("alice")) as client:
+        md = client.conn.send(
+            3,
+            {"topics": [{"name": "orders"}], "allow_auto_topic_creation": False,
+             "include_cluster_authorized_operations": True, "include_topic_authorized_operations": True},
+            version=8,
+        )  # fmt: skip
+        assert md["topics"][0]["topic_authorized_operations"] == read_describe, md
+        assert md["cluster_authorized_operations"] == 0, md
+        dg = client.conn.send(15, {"groups": ["g-alice"], "include_authorized_operations": True}, version=3)
+        assert dg["groups"][0]["authorized_operations"] == read_describe, dg
     alice = describe("alice")
     assert alice["error_code"] == 0 and alice["cluster_authorized_operations"] == 0, alice
     assert len(alice["brokers"]) == 1  # type: ignore[arg-type]

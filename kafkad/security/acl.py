@@ -233,17 +233,34 @@ class Authorizer:
         return allowed
 
     def any_allowed(self, principal: str, host: str, operation: Operation, rtype: ResourceType) -> bool:
-        """Kafka's authorizeByResourceType, simplified: some ALLOW of `operation` (or ALL) on a resource
-        of `rtype` for this principal (used for idempotent producers without IDEMPOTENT_WRITE)."""
+        """Kafka's authorizeByResourceType: some ALLOW of `operation` (or ALL) on a resource of `rtype`
+        for this principal that no DENY covers (used for idempotent producers without IDEMPOTENT_WRITE)."""
         if principal in self.super_users:
             return True
+        allow: list[AclBinding] = []
+        deny_literal: set[str] = set()
+        deny_prefixed: list[str] = []
         for b in self._bindings:
             if (
                 b.resource_type == rtype
-                and b.permission is Permission.ALLOW
                 and b.operation in (operation, Operation.ALL)
                 and b.principal in (principal, WILDCARD_PRINCIPAL)
                 and b.host in (host, WILDCARD)
             ):
-                return True
+                if b.permission is Permission.ALLOW:
+                    allow.append(b)
+                elif b.pattern_type is PatternType.PREFIXED:
+                    deny_prefixed.append(b.name)
+                else:
+                    deny_literal.add(b.name)
+        # Kafka's authorizeByResourceType: a DENY on the wildcard denies all; an ALLOW counts unless a
+        # DENY covers its whole pattern (the same literal name, or a denied prefix of its name).
+        if WILDCARD in deny_literal:
+            return False
+        for b in allow:
+            if any(b.name.startswith(d) for d in deny_prefixed):
+                continue
+            if b.pattern_type is PatternType.LITERAL and b.name != WILDCARD and b.name in deny_literal:
+                continue
+            return True
         return False

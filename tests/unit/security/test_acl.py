@@ -59,6 +59,22 @@ def test_kafka_rules() -> None:
     )
 
 
+def test_any_allowed_honours_deny() -> None:
+    """Kafka's authorizeByResourceType (InitProducerId without IDEMPOTENT_WRITE): a DENY that covers every
+    ALLOW of the type wins."""
+    allow = b(T, "orders", "User:alice", W)
+    assert Authorizer([allow]).any_allowed("User:alice", "h", W, T)
+    for deny in (
+        b(T, "*", "User:alice", W, DENY),
+        b(T, "orders", "User:*", Operation.ALL, DENY),
+        b(T, "ord", "User:alice", W, DENY, P),
+    ):
+        assert not Authorizer([allow, deny]).any_allowed("User:alice", "h", W, T), deny
+    # a DENY on another name or another operation leaves the ALLOW standing
+    assert Authorizer([allow, b(T, "other", "User:alice", W, DENY)]).any_allowed("User:alice", "h", W, T)
+    assert Authorizer([allow, b(T, "orders", "User:alice", R, DENY)]).any_allowed("User:alice", "h", W, T)
+
+
 def test_changes_invalidate_cached_decisions() -> None:
     a = Authorizer()
     assert not a.authorize("User:a", "h", R, T, "t")

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -77,6 +78,15 @@ class Writer(_ClientThread):
         self._pending: dict[str, tuple[float, int]] = {}
 
     def _producer(self) -> Producer:
+        extra: dict[str, Any] = {}
+        debug = os.environ.get("CHAOS_RDKAFKA_DEBUG")  # e.g. "eos,msg": librdkafka's log in a file per writer
+        if debug:
+            lg = logging.getLogger(f"chaos.rdkafka.{self.client}")
+            lg.propagate = False
+            lg.setLevel(logging.DEBUG)
+            out = os.environ.get("CHAOS_RDKAFKA_LOGDIR", ".")
+            lg.addHandler(logging.FileHandler(os.path.join(out, f"rdkafka-{self.client}.log")))
+            extra = {"debug": debug, "logger": lg, "log_level": 7}
         return Producer(
             {
                 "bootstrap.servers": self.bootstrap,
@@ -89,6 +99,7 @@ class Writer(_ClientThread):
                 "reconnect.backoff.max.ms": 500,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "log_level": 0,
+                **extra,
             }
         )
 

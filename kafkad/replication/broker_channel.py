@@ -97,7 +97,7 @@ class BrokerChannel:
 
     async def request_frame(self, api_key: int, api_version: int, frame: bytearray) -> dict[str, Any]:
         """`request` for a request already encoded (size prefix included, header v1+ with any correlation
-        id: it is written over); for callers that patch a template instead of encoding each time."""
+        id: it is written over); for callers that encode it themselves (the follower's FetchEncoder)."""
 
         def stamp(cid: int) -> bytearray:
             _CORRELATION.pack_into(frame, 8, cid)

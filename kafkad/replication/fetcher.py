@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError
 from kafkad.replication.broker_channel import BrokerChannel
-from kafkad.replication.fetch_request import FETCH_VERSION, FetchTemplate, fetch_body
+from kafkad.replication.fetch_request import FETCH_VERSION, FetchEncoder, fetch_body
 from kafkad.storage.log_offline import LogIOError
 from kafkad.storage.log_types import AppendOrigin
 
@@ -123,7 +123,7 @@ class ReplicaFetcher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.fetches = 0  # completed Fetch requests (tests, metrics)
-        self._template: FetchTemplate | None = None
+        self._encoder: FetchEncoder | None = None
         self.on_storage_error: StorageErrorHook | None = None  # FetcherManager's
 
     def __repr__(self) -> str:
@@ -285,17 +285,20 @@ class ReplicaFetcher:
 
     # --- fetching ----------------------------------------------------------------------------------
     async def _fetch(self, follows: list[_Follow]) -> None:
-        keys = tuple((f.part.topic, f.part.index, f.epoch) for f in follows)
-        offsets = [(f.part.log.log_end_offset, f.part.log.log_start_offset) for f in follows]
-        template = self._template
-        if template is None or template.keys != keys:
-            template = self._template = FetchTemplate(self.cfg, self.channel.client_id, keys)
-        sent = {(f.part.topic, f.part.index): (f, f.part.log.log_end_offset) for f in follows}
-        if template.ok:
-            resp = await self.channel.request_frame(ApiKey.FETCH, FETCH_VERSION, template.frame(offsets))
+        """One Fetch of `follows`, in `partitions` order: those that return records move to the end
+        (Kafka's PartitionStates.updateAndMoveToEnd), so the next request asks the others first."""
+        wanted = [
+            (f.part.topic, f.part.index, f.epoch, f.part.log.log_end_offset, f.part.log.log_start_offset)
+            for f in follows
+        ]
+        encoder = self._encoder
+        if encoder is None:
+            encoder = self._encoder = FetchEncoder(self.cfg, self.channel.client_id)
+        sent = {(w[0], w[1]): (f, w[3]) for f, w in zip(follows, wanted, strict=True)}
+        if encoder.ok:
+            resp = await self.channel.request_frame(ApiKey.FETCH, FETCH_VERSION, encoder.frame(wanted))
         else:
-            body = fetch_body(self.cfg, [(k, o, s) for k, (o, s) in zip(keys, offsets, strict=True)])
-            resp = await self.channel.request(ApiKey.FETCH, FETCH_VERSION, body)
+            resp = await self.channel.request(ApiKey.FETCH, FETCH_VERSION, fetch_body(self.cfg, wanted))
         self.fetches += 1
         if resp.get("error_code"):
             log.info("%r: Fetch error %s", self, ErrorCode(resp["error_code"]).name)
@@ -303,15 +306,20 @@ class ReplicaFetcher:
                 self._delay(f)
             return
         now_ms = self._now_ms()
+        partitions = self.partitions
         for t in resp["responses"]:
+            topic = t["topic"]
             for p in t["partitions"]:
-                entry = sent.get((t["topic"], p["partition_index"]))
+                tp = (topic, p["partition_index"])
+                entry = sent.get(tp)
                 if entry is None:
                     continue
                 f, offset = entry
                 if not self._current(f) or f.part.log.log_end_offset != offset:
                     continue  # moved or truncated while the fetch was out
                 self._process(f, p, now_ms)
+                if f.part.log.log_end_offset != offset and partitions.get(tp) is f:
+                    partitions[tp] = partitions.pop(tp)  # moveToEnd: it was served
 
     def _process(self, f: _Follow, p: dict[str, Any], now_ms: int) -> None:
         part = f.part

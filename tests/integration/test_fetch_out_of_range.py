@@ -46,8 +46,8 @@ def _consume_from(
         deadline = time.monotonic() + limit_s
         while len(got) < want and time.monotonic() < deadline:
             m = c.poll(0.2)
-            if m is not None and not m.error():
-                got.append(m.offset())
+            if m is not None and not m.error() and (at := m.offset()) is not None:
+                got.append(at)
         return got
     finally:
         c.close()
@@ -86,8 +86,8 @@ def test_confluent_consumer_past_the_end_resets_to_latest(bootstrap: str) -> Non
             deadline = time.monotonic() + 0.5
             while time.monotonic() < deadline:
                 m = c.poll(0.1)
-                if m is not None and not m.error():
-                    got.append(m.offset())
+                if m is not None and not m.error() and (at := m.offset()) is not None:
+                    got.append(at)
             if got:
                 break
         assert got, "the consumer never reset to latest"

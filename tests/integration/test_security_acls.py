@@ -14,12 +14,13 @@ from pathlib import Path
 
 import confluent_kafka as ck
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from tests.integration.broker_process import BrokerProcess, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
+Conf = dict[str, str | int | float | bool]  # what confluent_kafka's AdminClient takes
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -52,7 +53,7 @@ class Acl:
             'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";\n'
         )
 
-    def conf(self, user: str, **extra: str) -> dict[str, str]:
+    def conf(self, user: str, **extra: str) -> Conf:
         return {
             "bootstrap.servers": f"127.0.0.1:{self.sasl_port}",
             "security.protocol": "SASL_PLAINTEXT",
@@ -92,7 +93,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Acl]:
         e.broker.stop()
 
 
-def produce_error(conf: dict[str, str], topic: str) -> ck.KafkaError | None:
+def produce_error(conf: Conf, topic: str) -> ck.KafkaError | None:
     errors: list[ck.KafkaError] = []
     p = ck.Producer({**conf, "message.timeout.ms": 10000, "retries": 0})
     p.produce(topic, b"x", on_delivery=lambda e, _m: errors.append(e) if e else None)
@@ -110,7 +111,7 @@ def test_read_only_user(env: Acl) -> None:
         {**alice, "group.id": "g-alice", "auto.offset.reset": "earliest", "enable.auto.commit": False}
     )
     c.subscribe(["orders"])
-    got = []
+    got: list[bytes | None] = []
     deadline = time.monotonic() + 60
     while len(got) < 5 and time.monotonic() < deadline:
         m = c.poll(0.5)
@@ -210,7 +211,7 @@ def test_super_user_and_anonymous(env: Acl) -> None:
     name = f"adm-{uuid.uuid4().hex[:6]}"
     admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
     admin.delete_topics([name])[name].result(30)
-    anon = {"bootstrap.servers": env.broker.bootstrap}
+    anon: Conf = {"bootstrap.servers": env.broker.bootstrap}
     assert AdminClient(anon).list_topics(timeout=30).topics == {}
     err = produce_error(anon, "orders")
     assert err is not None and err.code() == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED

@@ -65,8 +65,8 @@ def roundtrip_confluent(conf: dict[str, str], n: int = 20) -> None:
     deadline = time.monotonic() + 60
     while len(got) < n and time.monotonic() < deadline:
         m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got.append(m.value())
+        if m is not None and m.error() is None and (value := m.value()) is not None:
+            got.append(value)
     c.commit(asynchronous=False)
     committed = c.committed([ck.TopicPartition(topic, p) for p in range(2)], timeout=30)
     c.close()

@@ -185,7 +185,8 @@ def raw_list_offsets(raw: Raw, topic: str, partition: int) -> int:
 
 def metrics(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as r:
-        return r.read().decode()
+        body: bytes = r.read()
+        return body.decode()
 
 
 def test_a_runtime_io_error_takes_one_partition_offline_and_loses_nothing_acknowledged(

@@ -38,6 +38,11 @@ def _state(p: int, leader: int, epoch: int, replicas: tuple[int, ...] = (1, 2)) 
     }
 
 
+def _role(p: Partition) -> Role:
+    """p.role, read afresh: mypy keeps an `is` narrowing of the attribute across the calls that change it."""
+    return p.role
+
+
 LIVE = [{"broker_id": 2, "host_name": "127.0.0.1", "port": 1}]
 
 
@@ -70,8 +75,8 @@ def test_leader_and_isr_fencing_roles_and_listeners() -> None:
         assert e.value.code is ErrorCode.STALE_CONTROLLER_EPOCH
         # leadership moves: 0 becomes a follower (fetching), 1 the leader (its fetcher dropped)
         rm.apply_leader_and_isr(9, 4, [_state(0, 2, 2), _state(1, 1, 2)], LIVE)
-        assert p0.role is Role.FOLLOWER and fetchers.following(("t", 0)) == 2
-        assert p1.role is Role.LEADER and fetchers.following(("t", 1)) is None
+        assert _role(p0) is Role.FOLLOWER and fetchers.following(("t", 0)) == 2
+        assert _role(p1) is Role.LEADER and fetchers.following(("t", 1)) is None
         # StopReplica: an older leader epoch is fenced; delete removes the replica and its log
         assert rm.stop_replicas(4, [("t", 0, 1)], delete=True) == {("t", 0): ErrorCode.FENCED_LEADER_EPOCH}
         assert rm.stop_replicas(4, [("t", 0, 2)], delete=True) == {("t", 0): ErrorCode.NONE}

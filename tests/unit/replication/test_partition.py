@@ -131,6 +131,12 @@ class FakeLogManager:
     def offline_logs(self) -> list[Any]:
         return []
 
+    def take_offline(self, topic: str, partition: int, exc: BaseException) -> Any:
+        return None
+
+    def delete_partition(self, topic: str, partition: int) -> None:
+        self.logs_.pop((topic, partition), None)
+
     def check_writable(self) -> None:
         pass
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import os
+import secrets
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from kafkad.security import scram
 from kafkad.security.scram import ScramClient, ScramError, ScramServer, make_credential
 from kafkad.security.session import AuthFailed, PlainServer
 
@@ -17,7 +17,8 @@ from kafkad.security.session import AuthFailed, PlainServer
 def test_rfc7677_example(monkeypatch: pytest.MonkeyPatch) -> None:
     salt = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
     cred = make_credential("SCRAM-SHA-256", "pencil", 4096, salt)
-    monkeypatch.setattr(scram.secrets, "token_urlsafe", lambda _n: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
+    # the nonce scram.py draws from the secrets module
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda _n: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
     server = ScramServer("SCRAM-SHA-256", lambda u: cred if u == "user" else None)
     first = server.step(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
     assert first == b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"

@@ -50,8 +50,10 @@ def test_assign_reads_each_offset_once_randomised() -> None:
         landed = {o for m in ms for o in range(m.base_offset, m.last_offset + 1)}
         before = {o for lo, hi in ledger for o in range(lo, hi + 1)}
         assert set(taken) == landed - before  # nothing lost
-        for a in out:  # each range inside its object
-            assert all(a.manifest.base_offset <= lo <= hi <= a.manifest.last_offset for lo, hi in a.ranges)
+        for asg in out:  # each range inside its object
+            assert all(
+                asg.manifest.base_offset <= lo <= hi <= asg.manifest.last_offset for lo, hi in asg.ranges
+            )
         assert cov == merge([*ledger, *((m.base_offset, m.last_offset) for m in ms)])
 
 

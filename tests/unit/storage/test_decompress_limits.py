@@ -291,6 +291,7 @@ class _Partition:
     log: _Log
     log_start_offset: int
     log_end_offset: int
+    is_leader: bool = True
 
     def append_as_leader(self, records: memoryview, *, now_ms: int, required_acks: int) -> None:
         raise AssertionError("replay never appends")

@@ -151,8 +151,8 @@ def test_a_torn_leader_epoch_checkpoint_is_rebuilt_from_the_batches(tmp_path: Pa
     lm.shutdown()
     (directory / "leader-epoch-checkpoint").write_text("0\n2\n3 0\n5")  # torn mid-line
     again = make(tmp_path)
-    plog = again.get("e", 0)
-    assert plog is not None and plog.leader_epoch_cache.entries == expected == [(3, 0), (5, 2)]
+    reloaded = again.get("e", 0)
+    assert reloaded is not None and reloaded.leader_epoch_cache.entries == expected == [(3, 0), (5, 2)]
     again.shutdown()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from kafkad.tools.client import ToolError
 from kafkad.tools.leader_election import build_parser, report, wanted_partitions
 
 
-def args(*argv: str) -> object:
+def args(*argv: str) -> argparse.Namespace:
     return build_parser().parse_args(["--bootstrap-server", "h:1", *argv])
 
 

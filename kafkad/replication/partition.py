@@ -16,6 +16,7 @@ Runs on the event loop; never blocks (appends write through the page cache).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 from collections.abc import Sequence
@@ -311,8 +312,15 @@ class Partition:
         NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min.insync.replicas."""
         if self.high_watermark <= last_offset:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._hw_waiters.append((last_offset, fut))
-            await fut
+            entry = (last_offset, fut)
+            self._hw_waiters.append(entry)
+            try:
+                await fut
+            finally:
+                if not fut.done() or fut.cancelled():  # timed out (DelayedProduce expired): forget it
+                    fut.cancel()
+                    with contextlib.suppress(ValueError):  # already dropped by a completion pass
+                        self._hw_waiters.remove(entry)
         min_isr = int(getattr(self.log.config, "min_insync_replicas", 1))
         if len(self.isr) < min_isr:
             raise KafkaError(
@@ -326,13 +334,18 @@ class Partition:
     ) -> Any:
         """Storage's ReadResult from `offset`; consumers see up to the HW, followers up to the LEO."""
         if offset < self.log_start_offset or offset > self.log_end_offset:
+            self.check_fetch_offset(offset)
+        limit = self.high_watermark if committed_only else None
+        return self.log.read(offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch)
+
+    def check_fetch_offset(self, offset: int) -> None:
+        """Raise OFFSET_OUT_OF_RANGE unless log start <= `offset` <= log end (what a read checks first)."""
+        if offset < self.log_start_offset or offset > self.log_end_offset:
             raise KafkaError(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"{self.topic}-{self.index}: offset {offset} outside "
                 f"[{self.log_start_offset}, {self.log_end_offset}]",
             )
-        limit = self.high_watermark if committed_only else None
-        return self.log.read(offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch)
 
     def data_waiter(self) -> asyncio.Future[None]:
         """A future resolved at the next append or HW change (delayed fetch); discard it when done."""

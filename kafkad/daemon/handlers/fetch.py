@@ -133,7 +133,9 @@ def _read_all(
                     if result.size:
                         out["records"] = list(result.slices)
                         total += result.size
-                if follower:
+                else:  # max_bytes reached: no read, but its offset is checked as a read would (Kafka's)
+                    part.check_fetch_offset(p["fetch_offset"])
+                if follower:  # only an offset a read accepted moves the follower (updateFollowerFetchState)
                     part.update_follower_position(replica_id, p["fetch_offset"], now_ms)
             except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline
                 if metrics is not None:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkad.protocol import ProtocolDecodeError, ProtocolError, RequestHeader, decode_response, encode_request
+from kafkad.protocol import ProtocolDecodeError, RequestHeader, decode_response, encode_request
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class BrokerChannel:
             if sec is not None and sec.mechanism:
                 try:
                     await sec.authenticate(lambda k, v, b: self.request(k, v, b, auth_step=True))
-                except (TimeoutError, ConnectionError, OSError) as e:
+                except Exception as e:  # refused, or a peer's garbage in the SASL steps
                     self._failures += 1
                     self._next_attempt = time.monotonic() + self.reconnect_backoff_max_ms / 1000
                     self._drop(ConnectionError(f"{self}: {e}"))
@@ -215,18 +215,23 @@ class BrokerChannel:
         """One response frame (without its size prefix) from `wire`."""
         if wire is not self._wire:
             return
+        cid = _CORRELATION.unpack_from(frame, 0)[0]  # frames are >= 4 bytes (_Wire checks)
+        entry = self._pending.pop(cid, None)
+        if entry is None:
+            self._lost(wire, ProtocolDecodeError(f"response with unknown correlation id {cid}"))
+            return
+        api_key, api_version, fut = entry
+        if fut.done():  # its caller gave up (cancelled): skip the answer
+            return
         try:
-            cid = _CORRELATION.unpack_from(frame, 0)[0]
-            entry = self._pending.pop(cid, None)
-            if entry is None:
-                raise ProtocolDecodeError(f"response with unknown correlation id {cid}")
-            api_key, api_version, fut = entry
-            if fut.done():  # its caller gave up (cancelled): skip the answer
-                return
             _, body = decode_response(api_key, api_version, frame)
-            fut.set_result(body)
-        except ProtocolError as e:
+        except Exception as e:  # a peer's garbage raises whatever the decoder meets
+            # Its request fails now (it was no longer pending: _drop would not see it) and so does the
+            # connection; the caller retries on a new one. Nothing escapes into the transport.
+            fut.set_exception(ConnectionError(f"{self}: undecodable response: {e!r}"))
             self._lost(wire, e)
+            return
+        fut.set_result(body)
 
     def _lost(self, wire: _Wire, exc: BaseException | None) -> None:
         if wire is self._wire:

@@ -25,7 +25,7 @@ FETCH = 1
 
 class WireServer:
     def __init__(self) -> None:
-        self.mode = "answer"  # answer | reverse | hold | close
+        self.mode = "answer"  # answer | reverse | hold | close | garbage
         self.batch = 1
         self.connections = 0
         self.seen: list[int] = []
@@ -73,6 +73,11 @@ class WireServer:
                 if self.mode == "close":
                     writer.close()
                     return
+                if self.mode == "garbage":  # the right correlation id, then bytes no schema accepts
+                    cid = decode_request(frame).header.correlation_id
+                    self.seen.append(cid)
+                    writer.write(struct.pack(">ii", 12, cid) + b"\xff" * 8)
+                    continue
                 answer = self._answer(frame)
                 if self.mode == "hold":
                     continue
@@ -229,6 +234,29 @@ def test_concurrent_first_requests_share_one_connect() -> None:
         results = await asyncio.gather(*(ch.request(UPDATE_METADATA, 5, um(i)) for i in range(5)))
         assert sorted(r["error_code"] for r in results) == list(range(5))
         assert server.connections == 1
+        ch.close()
+
+    run(t)
+
+
+def test_garbage_answer_fails_its_request_at_once_and_the_next_one_reconnects() -> None:
+    """An answer the decoder refuses fails its request with ConnectionError now (it had left the pending
+    table, so dropping the connection did not fail it: it waited for its timeout), and the channel goes on
+    with a new connection."""
+
+    async def t(server: WireServer) -> None:
+        server.mode = "garbage"
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=5_000)
+        body = {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        with pytest.raises(ConnectionError):
+            await ch.request(FETCH, 11, body)
+        assert loop.time() - t0 < 4
+        assert not ch.connected
+        server.mode = "answer"
+        assert (await ch.request(UPDATE_METADATA, 7, um(6)))["error_code"] == 6
+        assert server.connections == 2
         ch.close()
 
     run(t)

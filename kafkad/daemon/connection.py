@@ -23,7 +23,8 @@ buffer high-water mark to 0 and waiting for resume_writing). Reading pauses whil
 queued or the peer stops reading its responses.
 
 On a TLS transport there is no sendfile (the bytes must be encrypted): FileSlice chunks are read with
-pread in 1 MiB pieces and written to the transport (the copy path), honouring its flow control. On TLS
+pread in 1 MiB pieces (in the executor: only pieces up to 64 KiB are read on the event loop) and written to
+the transport (the copy path), honouring its flow control. On TLS
 and SASL listeners the "dispatcher" is the connection's security Session (kafkad.security.session),
 which gates and labels requests before handing them to the real Dispatcher.
 """
@@ -49,6 +50,7 @@ _HIGH_WATER = 4 << 20  # transport buffer above which we stop reading until the 
 SCRATCH_BYTES = 256 << 10  # one read's worth: many pipelined frames per recv
 _DIRECT_MIN = 64 << 10  # a body missing at least this much is received straight into itself
 _COPY_PIECE = 1 << 20  # TLS copy path: bytes of a file slice read and written at a time
+_INLINE_READ = 64 << 10  # TLS copy path: a piece up to this size is read on the loop, larger in the executor
 _unpack_size = struct.Struct(">i").unpack_from
 _BYTES = (bytes, bytearray, memoryview)
 
@@ -383,8 +385,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         assert transport is not None
         fd, pos = chunk.fd, chunk.position
         end = pos + chunk.size
+        loop = asyncio.get_running_loop()
         while pos < end:
-            data = os.pread(fd, min(_COPY_PIECE, end - pos), pos)
+            n = min(_COPY_PIECE, end - pos)
+            if n <= _INLINE_READ:  # a page-cache read of this size costs less than the executor's hop
+                data = os.pread(fd, n, pos)
+            else:  # a cold 1 MiB read would stall every connection on the loop
+                data = await loop.run_in_executor(None, os.pread, fd, n, pos)
             if not data:
                 raise ConnectionError(f"file ended {end - pos} bytes early (fd {fd} at {pos})")
             transport.write(data)

@@ -177,3 +177,49 @@ def test_idle_since_ignores_in_flight_requests() -> None:
         assert conn.idle_since(base + 100) == pytest.approx(100)
 
     asyncio.run(go())
+
+
+def test_copy_path_reads_large_file_slices_off_the_event_loop(tmp_path: Any, monkeypatch: Any) -> None:
+    """TLS has no sendfile: a file slice is pread and written; a piece larger than 64 KiB is read in the
+    executor (the loop's thread would stall every connection on a cold read), a small one on the loop."""
+    import os
+    import threading
+
+    from kafkad.storage.file_slice import FileSlice
+
+    data = os.urandom((2 << 20) + 300)
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    threads: list[tuple[int, bool]] = []
+    real_pread = os.pread
+
+    def pread(f: int, n: int, pos: int) -> bytes:  # the real read, noting the thread it ran on
+        threads.append((n, threading.current_thread() is threading.main_thread()))
+        return real_pread(f, n, pos)
+
+    monkeypatch.setattr("kafkad.daemon.connection.os.pread", pread)
+
+    class SliceDispatcher(EchoDispatcher):
+        def dispatch(self, frame: bytearray, peer: str) -> Any:
+            return [b"head", FileSlice(fd, 0, len(data)), FileSlice(fd, 10, 100)]
+
+    async def go() -> bytes:
+        d = SliceDispatcher()
+        conn = KafkaConnection(cast(Dispatcher, d), max_request_bytes=1000, max_queued=100, tls=True)
+        t = FakeTransport()
+        conn.connection_made(t)
+        conn.data_received(frame(b"fetch"))
+        want = 4 + len(data) + 100
+        for _ in range(1000):
+            if len(t.out) >= want:
+                break
+            await asyncio.sleep(0.01)
+        return bytes(t.out)
+
+    try:
+        out = asyncio.run(go())
+    finally:
+        os.close(fd)
+    assert out == b"head" + data + data[10:110]
+    assert threads == [(1 << 20, False), (1 << 20, False), (300, True), (100, True)]

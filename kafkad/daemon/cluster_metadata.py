@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 AUTHORIZED_OPS_OMITTED = -2147483648
+_OFFSETS_REFUSED = "offsets_topic_refused_alive"  # broker.services key: the alive count last warned about
 
 
 def _topic(cache: MetadataCache, name: str) -> dict[str, Any]:
@@ -126,15 +127,26 @@ async def metadata(ctx: RequestContext, cache: MetadataCache, body: Mapping[str,
 
 
 async def _create_offsets_topic(broker: Broker) -> ErrorCode:
+    """Kafka's getOrCreateInternalTopic: while fewer brokers are alive (as this broker's metadata cache
+    knows them) than offsets.topic.replication.factor, the topic is not created and the answer is
+    COORDINATOR_NOT_AVAILABLE (the client retries); a cache that knows no broker never tries. Said once
+    per alive count, not on every client retry."""
     g = broker.config.group
     cache: MetadataCache = broker.services["metadata_cache"]
-    # Kafka refuses while fewer brokers are alive than offsets.topic.replication.factor; a young
-    # cluster of fewer brokers gets what it has (a warning), so a 1-broker test cluster still works.
     rf = g.offsets_topic_replication_factor
     alive = len(cache.brokers())
     if alive < rf:
-        log.warning("creating %s with RF %d: only %d brokers are alive", OFFSETS_TOPIC, alive, alive)
-        rf = max(1, alive)
+        if broker.services.get(_OFFSETS_REFUSED) != alive:
+            broker.services[_OFFSETS_REFUSED] = alive
+            log.warning(
+                "not creating %s yet: %d alive brokers do not meet offsets.topic.replication.factor %d "
+                "(normal while the cluster starts)",
+                OFFSETS_TOPIC,
+                alive,
+                rf,
+            )
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    broker.services.pop(_OFFSETS_REFUSED, None)
     return await _create(broker, OFFSETS_TOPIC, g.offsets_topic_num_partitions, rf)
 
 

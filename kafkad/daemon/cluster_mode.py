@@ -23,7 +23,16 @@ from kafkad.election import znodes as Z
 from kafkad.election.admin import ClusterAdmin, ZkProducerIds
 from kafkad.election.controller import Controller, ControllerSettings
 from kafkad.election.isr_writer import IsrWriter
-from kafkad.election.zk_client import CreateOp, NodeExistsError, SetOp, WatchedEvent, ZkClient, ZkState
+from kafkad.election.zk_client import (
+    ZK_CONNECTION_ERRORS,
+    CreateOp,
+    NodeExistsError,
+    SetOp,
+    WatchedEvent,
+    ZkClient,
+    ZkState,
+    session_event,
+)
 from kafkad.protocol import ApiKey
 from kafkad.storage.meta_properties import new_cluster_id
 
@@ -194,13 +203,19 @@ class ClusterMode:
     def _on_state(self, state: ZkState, new_session: bool) -> None:
         if self._closing or self.controller is None:
             return
+        if state is ZkState.CONNECTED:
+            self._spawn(self._config_changes())  # kazoo dropped the watch on the connection loss
         if state is ZkState.CONNECTED and new_session:
             self._spawn(self._reregister())
             return
         self.controller.on_zk_state(state, new_session)
 
     async def _reregister(self) -> None:
-        await self._register()
+        try:
+            await self._register()
+        except ZK_CONNECTION_ERRORS as e:  # lost again meanwhile: the next new session registers
+            log.warning("re-registration interrupted: %r", e)
+            return
         assert self.broker is not None and self.controller is not None
         cache = self.broker.services.get("metadata_cache")
         if cache is not None:
@@ -221,11 +236,17 @@ class ClusterMode:
         for topic in await self.zk.children(Z.CONFIG_TOPICS):
             await self._apply_topic_config(topic)
 
-    def _watch_changes(self, _e: WatchedEvent) -> None:
-        if not self._closing:
+    def _watch_changes(self, e: WatchedEvent) -> None:
+        if not self._closing and not session_event(e):  # a dropped watch: set again on CONNECTED
             self._spawn(self._config_changes())
 
     async def _config_changes(self) -> None:
+        try:
+            await self._apply_config_changes()
+        except ZK_CONNECTION_ERRORS as e:  # redone on reconnect (_on_state)
+            log.warning("reading %s interrupted: %r", Z.CONFIG_CHANGES, e)
+
+    async def _apply_config_changes(self) -> None:
         changes = await self.zk.children(Z.CONFIG_CHANGES, watch=self._watch_changes)
         for c in sorted(changes, key=_seq):
             if _seq(c) <= self._last_change:

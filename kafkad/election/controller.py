@@ -29,7 +29,9 @@ from kafkad.election.context import TP, ControllerContext
 from kafkad.election.partition_ops import ControllerMovedError, PartitionOps
 from kafkad.election.reassignment import Reassignments
 from kafkad.election.state_machines import Election, PartitionStateName, ReplicaStateName, offline_election
+from kafkad.election.topic_deletion import TopicDeletions
 from kafkad.election.zk_client import (
+    ZK_CONNECTION_ERRORS,
     BadVersionError,
     CreateOp,
     DeleteOp,
@@ -39,6 +41,7 @@ from kafkad.election.zk_client import (
     WatchedEvent,
     ZkClient,
     ZkState,
+    session_event,
 )
 from kafkad.protocol.errors import ErrorCode, KafkaError
 
@@ -78,6 +81,7 @@ class Controller:
         self._topic_unclean = topic_unclean or (lambda _t: None)
         self.ops = PartitionOps(self.ctx, zk, broker_id, self._unclean_allowed)
         self.reassign = Reassignments(self.ops)
+        self.deletions = TopicDeletions(self.ctx, zk, self.ops, self.put)
         self._queue: asyncio.Queue[tuple[str, Event, bool]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._rebalance_task: asyncio.Task[None] | None = None
@@ -147,13 +151,23 @@ class Controller:
                 log.warning("controller moved while processing %s: %s", name, e)
                 self._resign("controller moved")
                 self.put("Reelect", self._elect, active_only=False)
+            except ZK_CONNECTION_ERRORS as e:
+                # The session expired (or the connection dropped) under the event: its effects may be
+                # half-done, so resign (the context is dropped) and elect again, which rebuilds everything
+                # from ZooKeeper: now if connected, else on_zk_state(CONNECTED) does it on the new session.
+                log.warning("ZooKeeper connection lost while processing %s: %r; redone on reconnect", name, e)
+                self._resign("ZooKeeper connection lost")
+                if self.zk.connected:
+                    self.put("Reelect", self._elect, active_only=False)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("controller event %s failed", name)
 
     # --- election --------------------------------------------------------------------------------------
-    def _watch_controller(self, _event: WatchedEvent) -> None:
+    def _watch_controller(self, event: WatchedEvent) -> None:
+        if session_event(event):  # kazoo dropped every watch: on_zk_state resigns and re-elects
+            return
         self.put("ControllerChange", self._controller_change, active_only=False)
 
     async def _controller_change(self) -> None:
@@ -255,7 +269,7 @@ class Controller:
                 ctx.replica_states[(tp, r)] = (
                     ReplicaStateName.ONLINE if ctx.is_live(r) else ReplicaStateName.OFFLINE
                 )
-        deleting = await self.zk.children(Z.DELETE_TOPICS, watch=self._watch_deletions)
+        deleting = await self.zk.children(Z.DELETE_TOPICS, watch=self.deletions.watch)
         ctx.topics_to_delete.update(t for t in deleting if t in ctx.topics())
         self.active = True
         self.elections += 1
@@ -284,7 +298,7 @@ class Controller:
             await self.ops.replicas_offline(dead)
         await self.reassign.maybe_complete(list(ctx.reassigning))
         self.put("IsrChangeNotification", self._isr_changes)
-        self.put("TopicDeletion", self._deletions)
+        self.put("TopicDeletion", self.deletions.run)
         self.put("PreferredReplicaElection", self._preferred_znode)
         self.put("PartitionReassignment", self._reassign_znode)
         await self.zk.exists(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)
@@ -299,8 +313,9 @@ class Controller:
         )
 
     # --- brokers ---------------------------------------------------------------------------------------
-    def _watch_brokers(self, _event: WatchedEvent) -> None:
-        self.put("BrokerChange", self._broker_change)
+    def _watch_brokers(self, event: WatchedEvent) -> None:
+        if not session_event(event):
+            self.put("BrokerChange", self._broker_change)
 
     async def _read_brokers(self) -> dict[int, Z.BrokerInfo]:
         ids = await self.zk.children(Z.BROKER_IDS, watch=self._watch_brokers)
@@ -338,13 +353,16 @@ class Controller:
             await self.ops.on_broker_startup(new)
             await self.reassign.maybe_complete(list(ctx.reassigning))
             if ctx.topics_to_delete:
-                self.put("TopicDeletion", self._deletions)
+                self.put("TopicDeletion", self.deletions.run)
 
     # --- topics ----------------------------------------------------------------------------------------
-    def _watch_topics(self, _event: WatchedEvent) -> None:
-        self.put("TopicChange", self._topic_change)
+    def _watch_topics(self, event: WatchedEvent) -> None:
+        if not session_event(event):
+            self.put("TopicChange", self._topic_change)
 
     def _watch_topic(self, event: WatchedEvent) -> None:
+        if session_event(event):
+            return
         topic = event.path.rsplit("/", 1)[-1]
         self.put("PartitionModifications", lambda: self._partition_modifications(topic))
 
@@ -379,8 +397,9 @@ class Controller:
             await self.ops.on_new_partitions(added)
 
     # --- ISR change notifications -------------------------------------------------------------------------
-    def _watch_isr(self, _event: WatchedEvent) -> None:
-        self.put("IsrChangeNotification", self._isr_changes)
+    def _watch_isr(self, event: WatchedEvent) -> None:
+        if not session_event(event):
+            self.put("IsrChangeNotification", self._isr_changes)
 
     async def _isr_changes(self) -> None:
         kids = await self.zk.children(Z.ISR_CHANGE_NOTIFICATION, watch=self._watch_isr)
@@ -402,61 +421,6 @@ class Controller:
         self.ops.batch.add_update_metadata(self.ctx.live_ids, changed)
         await self.reassign.maybe_complete(changed & set(self.ctx.reassigning))
 
-    # --- topic deletion ---------------------------------------------------------------------------------
-    def _watch_deletions(self, _event: WatchedEvent) -> None:
-        self.put("TopicDeletion", self._deletions)
-
-    async def _deletions(self) -> None:
-        ctx = self.ctx
-        marked = set(await self.zk.children(Z.DELETE_TOPICS, watch=self._watch_deletions))
-        for t in sorted(marked - ctx.topics()):
-            with contextlib.suppress(NoNodeError):
-                await self.ops.fenced([DeleteOp(Z.DeleteTopicZNode.path(t))])
-        ctx.topics_to_delete.update(marked & ctx.topics())
-        for t in sorted(ctx.topics_to_delete):
-            await self._delete_topic(t)
-
-    async def _delete_topic(self, topic: str) -> None:
-        """TopicDeletionManager, simplified: UpdateMetadata (leader -2), StopReplica(delete) to every replica
-        once all are live; when every replica answered, the znodes go."""
-        ctx = self.ctx
-        tps = ctx.partitions_of(topic)
-        replicas = [(tp, b) for tp in tps for b in ctx.assignment[tp]]
-        if any(not ctx.is_live(b) for _, b in replicas):
-            log.info("deletion of %s waits for replicas on dead brokers", topic)
-            return
-        self.ops.batch.add_update_metadata(ctx.live_ids, tps, deleted=True)
-        pending = {b for _, b in replicas}
-        for tp, b in replicas:
-            ctx.replica_states[(tp, b)] = ReplicaStateName.DELETION_STARTED
-
-        def answered(broker: int, _resp: dict[str, Any] | None) -> None:
-            pending.discard(broker)
-            if not pending:
-                self.put("TopicDeletionDone", lambda: self._finish_deletion(topic))
-
-        for tp, b in replicas:
-            self.ops.batch.add_stop_replica(b, tp, delete=True, callback=answered)
-
-    async def _finish_deletion(self, topic: str) -> None:
-        ctx = self.ctx
-        if topic not in ctx.topics_to_delete:
-            return
-        tps = ctx.partitions_of(topic)
-        for tp in tps:
-            await self.zk.delete_recursive(Z.PartitionStateZNode.path(*tp).rsplit("/", 1)[0])
-        await self.zk.delete_recursive(f"{Z.TopicZNode.path(topic)}/partitions")
-        ops = [DeleteOp(Z.TopicZNode.path(topic)), DeleteOp(Z.DeleteTopicZNode.path(topic))]
-        if await self.zk.exists(Z.TopicConfigZNode.path(topic)) is not None:
-            ops.append(DeleteOp(Z.TopicConfigZNode.path(topic)))
-        try:
-            await self.ops.fenced(ops)
-        except NoNodeError:
-            await self.zk.delete_recursive(Z.TopicZNode.path(topic))
-            await self.zk.delete_recursive(Z.DeleteTopicZNode.path(topic))
-        ctx.remove_topic(topic)
-        log.info("topic %s deleted", topic)
-
     # --- reassignment -------------------------------------------------------------------------------------
     async def alter_reassignments(self, moves: dict[TP, list[int] | None]) -> dict[TP, ErrorCode]:
         result: dict[TP, ErrorCode] = await self.call(
@@ -464,8 +428,9 @@ class Controller:
         )
         return result
 
-    def _watch_reassign(self, _event: WatchedEvent) -> None:
-        self.put("PartitionReassignment", self._reassign_znode)
+    def _watch_reassign(self, event: WatchedEvent) -> None:
+        if not session_event(event):
+            self.put("PartitionReassignment", self._reassign_znode)
 
     async def _reassign_znode(self) -> None:
         got = await self.zk.get_or_none(Z.REASSIGN_PARTITIONS, watch=self._watch_reassign)
@@ -540,9 +505,10 @@ class Controller:
         result: dict[TP, ErrorCode] = await self.call("UncleanLeaderElection", run)
         return result
 
-    def _watch_preferred(self, _event: WatchedEvent) -> None:
-        self.put("PreferredReplicaElection", self._preferred_znode)
-        self.put("PartitionReassignment", self._reassign_znode)
+    def _watch_preferred(self, event: WatchedEvent) -> None:
+        if not session_event(event):
+            self.put("PreferredReplicaElection", self._preferred_znode)
+            self.put("PartitionReassignment", self._reassign_znode)
 
     async def _preferred_znode(self) -> None:
         got = await self.zk.get_or_none(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)

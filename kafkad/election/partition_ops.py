@@ -29,6 +29,7 @@ from kafkad.election.state_machines import (
     replica_transition_ok,
 )
 from kafkad.election.zk_client import (
+    ZK_CONNECTION_ERRORS,
     BadVersionError,
     CheckOp,
     CreateOp,
@@ -52,9 +53,10 @@ class ControllerMovedError(Exception):
 
 async def _all(coros: Iterable[Coroutine[Any, Any, None]]) -> None:
     """Run the per-partition ZooKeeper writes concurrently (kazoo pipelines them); a moved controller
-    aborts the event, any other failure of one partition is logged and leaves the others done."""
+    aborts the event, and so does a lost ZooKeeper session or connection (the event is redone from ZooKeeper
+    on reconnect); any other failure of one partition is logged and leaves the others done."""
     for r in await asyncio.gather(*coros, return_exceptions=True):
-        if isinstance(r, ControllerMovedError):
+        if isinstance(r, (ControllerMovedError, ZK_CONNECTION_ERRORS)):
             raise r
         if isinstance(r, BaseException):
             log.warning("partition state write failed: %r", r)

@@ -24,16 +24,19 @@ from typing import Any, NamedTuple
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
     BadVersionError,
+    ConnectionClosedError,
     ConnectionLoss,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    OperationTimeoutError,
     RolledBackError,
     SessionExpiredError,
 )
-from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 
 __all__ = [
+    "ZK_CONNECTION_ERRORS",
     "BadVersionError",
     "CheckOp",
     "ConnectionLoss",
@@ -48,6 +51,7 @@ __all__ = [
     "ZkClient",
     "ZkState",
     "ZnodeStat",
+    "session_event",
     "split_connect",
 ]
 
@@ -84,6 +88,24 @@ class CheckOp(NamedTuple):
 
 
 Op = CreateOp | SetOp | DeleteOp | CheckOp
+
+# What a call raises when the session is gone or the connection dropped under it: not a bug of the caller;
+# the work is redone once a (new) session is up (ZkState.CONNECTED).
+ZK_CONNECTION_ERRORS: tuple[type[Exception], ...] = (
+    ConnectionLoss,
+    SessionExpiredError,
+    ConnectionClosedError,
+    OperationTimeoutError,
+)
+
+
+def session_event(event: WatchedEvent) -> bool:
+    """True for the path-less event kazoo hands every pending watch when the connection drops or the
+    session expires (type NONE, path None). It names no znode: kazoo has dropped the watch, so its owner
+    must set it again once connected (ZkState.CONNECTED), not act on this event."""
+    return event.type == EventType.NONE or event.path is None
+
+
 Watch = Callable[[WatchedEvent], None]
 StateListener = Callable[[ZkState, bool], None]
 

@@ -22,7 +22,15 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kafkad.election.zk_client import NodeExistsError, NoNodeError, WatchedEvent, ZkClient
+from kafkad.election.zk_client import (
+    ZK_CONNECTION_ERRORS,
+    NodeExistsError,
+    NoNodeError,
+    WatchedEvent,
+    ZkClient,
+    ZkState,
+    session_event,
+)
 from kafkad.security.acl import AclBinding, PatternType, ResourceType
 from kafkad.security.acl_store import TYPE_NAMES, TYPES, binding_from_json, entry_json
 from kafkad.security.scram import ScramCredential
@@ -71,6 +79,7 @@ class ZkSecurityStore:
                 (_seq(c) for c in await zk.children(path, watch=self._watcher(path))), default=-1
             )
         self._on_acls(self.load())
+        zk.add_state_listener(self._on_zk_state)
         log.info("security store: %d SCRAM users, %d ACLs from ZooKeeper", len(self._users), len(self.load()))
 
     def close(self) -> None:
@@ -171,14 +180,24 @@ class ZkSecurityStore:
             self._acls.pop(key, None)
 
     def _watcher(self, path: str) -> Callable[[WatchedEvent], None]:
-        def fire(_e: WatchedEvent) -> None:
-            if self._closing:
-                return
-            task = asyncio.get_running_loop().create_task(self._changes(path))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        def fire(e: WatchedEvent) -> None:
+            if not session_event(e):  # a dropped watch is set again by _on_zk_state(CONNECTED)
+                self._spawn_changes(path)
 
         return fire
+
+    def _spawn_changes(self, path: str) -> None:
+        if self._closing:
+            return
+        task = asyncio.get_running_loop().create_task(self._changes(path))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _on_zk_state(self, state: ZkState, _new_session: bool) -> None:
+        """kazoo drops every watch on a connection loss: once connected again, watch and catch up."""
+        if state is ZkState.CONNECTED:
+            for path in (CONFIG_CHANGES, *ACL_CHANGES.values()):
+                self._spawn_changes(path)
 
     async def _changes(self, path: str) -> None:
         """Apply the notifications under `path` newer than the last one seen (and watch again)."""
@@ -207,5 +226,7 @@ class ZkSecurityStore:
                         acls_changed = True
             if acls_changed:
                 self._on_acls(self.load())
+        except ZK_CONNECTION_ERRORS as e:  # redone (and watched again) on reconnect
+            log.warning("security store: ZooKeeper connection lost reading %s: %r", path, e)
         except Exception:
             log.exception("security store: applying the changes under %s failed", path)

@@ -1,10 +1,11 @@
 """Schema tables for admin, SASL and idempotence APIs.
 
 Transcribed from Apache Kafka's clients/src/main/resources/common/message/<Name>{Request,Response}.json,
-trimmed to the versions kafkad speaks (see schema.py for the vocabulary).
+trimmed to the versions kafkad speaks (see schema.py for the vocabulary, shapes.py for the shared shapes).
 """
 
 from kafkad.protocol.schema import Api, F
+from kafkad.protocol.shapes import config_entry, error_code, error_pair, resource, throttle, topic_partitions
 
 SASL_HANDSHAKE = Api(
     17,
@@ -25,8 +26,7 @@ SASL_AUTHENTICATE = Api(
     flexible="2+",
     request=(F("auth_bytes", "bytes", "0+"),),
     response=(
-        F("error_code", "int16", "0+"),
-        F("error_message", "string", "0+", nullable="0+"),
+        *error_pair(),
         F("auth_bytes", "bytes", "0+"),
         F("session_lifetime_ms", "int64", "1+", default=0),
     ),
@@ -50,37 +50,17 @@ CREATE_TOPICS = Api(
                     "assignments",
                     "[]",
                     "2+",
-                    fields=(
-                        F("partition_index", "int32", "2+"),
-                        F("broker_ids", "[]int32", "2+"),
-                    ),
+                    fields=(F("partition_index", "int32", "2+"), F("broker_ids", "[]int32", "2+")),
                 ),
-                F(
-                    "configs",
-                    "[]",
-                    "2+",
-                    fields=(
-                        F("name", "string", "2+"),
-                        F("value", "string", "2+", nullable="2+"),
-                    ),
-                ),
+                F("configs", "[]", "2+", fields=config_entry("2+")),
             ),
         ),
         F("timeout_ms", "int32", "2+", default=60000),
         F("validate_only", "bool", "2+", default=False),
     ),
     response=(
-        F("throttle_time_ms", "int32", "2+"),
-        F(
-            "topics",
-            "[]",
-            "2+",
-            fields=(
-                F("name", "string", "2+"),
-                F("error_code", "int16", "2+"),
-                F("error_message", "string", "2+", nullable="2+"),
-            ),
-        ),
+        throttle("2+"),
+        F("topics", "[]", "2+", fields=(F("name", "string", "2+"), *error_pair("2+"))),
     ),
 )
 
@@ -94,16 +74,8 @@ DELETE_TOPICS = Api(
         F("timeout_ms", "int32", "1+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "1+"),
-        F(
-            "responses",
-            "[]",
-            "1+",
-            fields=(
-                F("name", "string", "1+"),
-                F("error_code", "int16", "1+"),
-            ),
-        ),
+        throttle("1+"),
+        F("responses", "[]", "1+", fields=(F("name", "string", "1+"), error_code("1+"))),
     ),
 )
 
@@ -113,44 +85,15 @@ DELETE_RECORDS = Api(
     versions=(0, 1),
     flexible="2+",
     request=(
-        F(
-            "topics",
-            "[]",
-            "0+",
-            fields=(
-                F("name", "string", "0+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "0+",
-                    fields=(
-                        F("partition_index", "int32", "0+"),
-                        F("offset", "int64", "0+"),
-                    ),
-                ),
-            ),
-        ),
+        topic_partitions("topics", "0+", (F("partition_index", "int32", "0+"), F("offset", "int64", "0+"))),
         F("timeout_ms", "int32", "0+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F(
+        throttle(),
+        topic_partitions(
             "topics",
-            "[]",
             "0+",
-            fields=(
-                F("name", "string", "0+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "0+",
-                    fields=(
-                        F("partition_index", "int32", "0+"),
-                        F("low_watermark", "int64", "0+"),
-                        F("error_code", "int16", "0+"),
-                    ),
-                ),
-            ),
+            (F("partition_index", "int32", "0+"), F("low_watermark", "int64", "0+"), error_code()),
         ),
     ),
 )
@@ -165,8 +108,8 @@ INIT_PRODUCER_ID = Api(
         F("transaction_timeout_ms", "int32", "0+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F("error_code", "int16", "0+"),
+        throttle(),
+        error_code(),
         F("producer_id", "int64", "0+", default=-1),
         F("producer_epoch", "int16", "0+"),
     ),
@@ -179,45 +122,29 @@ OFFSET_FOR_LEADER_EPOCH = Api(
     flexible="4+",
     request=(
         F("replica_id", "int32", "3+", default=-2),
-        F(
+        topic_partitions(
             "topics",
-            "[]",
             "2+",
-            fields=(
-                F("topic", "string", "2+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "2+",
-                    fields=(
-                        F("partition", "int32", "2+"),
-                        F("current_leader_epoch", "int32", "2+", default=-1),
-                        F("leader_epoch", "int32", "2+"),
-                    ),
-                ),
+            (
+                F("partition", "int32", "2+"),
+                F("current_leader_epoch", "int32", "2+", default=-1),
+                F("leader_epoch", "int32", "2+"),
             ),
+            topic="topic",
         ),
     ),
     response=(
-        F("throttle_time_ms", "int32", "2+"),
-        F(
+        throttle("2+"),
+        topic_partitions(
             "topics",
-            "[]",
             "2+",
-            fields=(
-                F("topic", "string", "2+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "2+",
-                    fields=(
-                        F("error_code", "int16", "2+"),
-                        F("partition", "int32", "2+"),
-                        F("leader_epoch", "int32", "2+", default=-1),
-                        F("end_offset", "int64", "2+", default=-1),
-                    ),
-                ),
+            (
+                error_code("2+"),
+                F("partition", "int32", "2+"),
+                F("leader_epoch", "int32", "2+", default=-1),
+                F("end_offset", "int64", "2+", default=-1),
             ),
+            topic="topic",
         ),
     ),
 )
@@ -232,45 +159,29 @@ DESCRIBE_CONFIGS = Api(
             "resources",
             "[]",
             "1+",
-            fields=(
-                F("resource_type", "int8", "1+"),
-                F("resource_name", "string", "1+"),
-                F("configuration_keys", "[]string", "1+", nullable="1+"),
-            ),
+            fields=(*resource("1+"), F("configuration_keys", "[]string", "1+", nullable="1+")),
         ),
         F("include_synonyms", "bool", "1+", default=False),
     ),
     response=(
-        F("throttle_time_ms", "int32", "1+"),
+        throttle("1+"),
         F(
             "results",
             "[]",
             "1+",
             fields=(
-                F("error_code", "int16", "1+"),
-                F("error_message", "string", "1+", nullable="1+"),
-                F("resource_type", "int8", "1+"),
-                F("resource_name", "string", "1+"),
+                *error_pair("1+"),
+                *resource("1+"),
                 F(
                     "configs",
                     "[]",
                     "1+",
                     fields=(
-                        F("name", "string", "1+"),
-                        F("value", "string", "1+", nullable="1+"),
+                        *config_entry("1+"),
                         F("read_only", "bool", "1+"),
                         F("config_source", "int8", "1+", default=-1),
                         F("is_sensitive", "bool", "1+"),
-                        F(
-                            "synonyms",
-                            "[]",
-                            "1+",
-                            fields=(
-                                F("name", "string", "1+"),
-                                F("value", "string", "1+", nullable="1+"),
-                                F("source", "int8", "1+"),
-                            ),
-                        ),
+                        F("synonyms", "[]", "1+", fields=(*config_entry("1+"), F("source", "int8", "1+"))),
                     ),
                 ),
             ),
@@ -284,39 +195,12 @@ ALTER_CONFIGS = Api(
     versions=(0, 1),
     flexible="2+",
     request=(
-        F(
-            "resources",
-            "[]",
-            "0+",
-            fields=(
-                F("resource_type", "int8", "0+"),
-                F("resource_name", "string", "0+"),
-                F(
-                    "configs",
-                    "[]",
-                    "0+",
-                    fields=(
-                        F("name", "string", "0+"),
-                        F("value", "string", "0+", nullable="0+"),
-                    ),
-                ),
-            ),
-        ),
+        F("resources", "[]", "0+", fields=(*resource(), F("configs", "[]", "0+", fields=config_entry()))),
         F("validate_only", "bool", "0+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F(
-            "responses",
-            "[]",
-            "0+",
-            fields=(
-                F("error_code", "int16", "0+"),
-                F("error_message", "string", "0+", nullable="0+"),
-                F("resource_type", "int8", "0+"),
-                F("resource_name", "string", "0+"),
-            ),
-        ),
+        throttle(),
+        F("responses", "[]", "0+", fields=(*error_pair(), *resource())),
     ),
 )
 
@@ -340,16 +224,7 @@ CREATE_PARTITIONS = Api(
         F("validate_only", "bool", "0+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F(
-            "results",
-            "[]",
-            "0+",
-            fields=(
-                F("name", "string", "0+"),
-                F("error_code", "int16", "0+"),
-                F("error_message", "string", "0+", nullable="0+", default=None),
-            ),
-        ),
+        throttle(),
+        F("results", "[]", "0+", fields=(F("name", "string", "0+"), *error_pair(default=None))),
     ),
 )

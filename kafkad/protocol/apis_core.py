@@ -1,10 +1,11 @@
 """Schema tables for ApiVersions, Metadata, Produce, Fetch and ListOffsets: the client data path.
 
 Transcribed from Apache Kafka's clients/src/main/resources/common/message/<Name>{Request,Response}.json,
-trimmed to the versions kafkad speaks (see schema.py for the vocabulary).
+trimmed to the versions kafkad speaks (see schema.py for the vocabulary, shapes.py for the shared shapes).
 """
 
 from kafkad.protocol.schema import Api, F
+from kafkad.protocol.shapes import error_code, error_message, throttle, topic_indexes, topic_partitions
 
 API_VERSIONS = Api(
     18,
@@ -16,7 +17,7 @@ API_VERSIONS = Api(
         F("client_software_version", "string", "3+"),
     ),
     response=(
-        F("error_code", "int16", "0+"),
+        error_code(),
         F(
             "api_keys",
             "[]",
@@ -27,7 +28,7 @@ API_VERSIONS = Api(
                 F("max_version", "int16", "0+"),
             ),
         ),
-        F("throttle_time_ms", "int32", "1+"),
+        throttle("1+"),
         F(
             "supported_features",
             "[]",
@@ -69,7 +70,7 @@ METADATA = Api(
         F("include_topic_authorized_operations", "bool", "8+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "3+"),
+        throttle("3+"),
         F(
             "brokers",
             "[]",
@@ -88,7 +89,7 @@ METADATA = Api(
             "[]",
             "0+",
             fields=(
-                F("error_code", "int16", "0+"),
+                error_code(),
                 F("name", "string", "0+"),
                 F("is_internal", "bool", "1+", default=False),
                 F(
@@ -96,7 +97,7 @@ METADATA = Api(
                     "[]",
                     "0+",
                     fields=(
-                        F("error_code", "int16", "0+"),
+                        error_code(),
                         F("partition_index", "int32", "0+"),
                         F("leader_id", "int32", "0+"),
                         F("leader_epoch", "int32", "7+", default=-1),
@@ -121,56 +122,37 @@ PRODUCE = Api(
         F("transactional_id", "string", "3+", nullable="3+", default=None),
         F("acks", "int16", "0+"),
         F("timeout_ms", "int32", "0+"),
-        F(
+        topic_partitions(
             "topic_data",
-            "[]",
             "0+",
-            fields=(
-                F("name", "string", "0+"),
-                F(
-                    "partition_data",
-                    "[]",
-                    "0+",
-                    fields=(
-                        F("index", "int32", "0+"),
-                        F("records", "records", "0+", nullable="0+"),
-                    ),
-                ),
-            ),
+            (F("index", "int32", "0+"), F("records", "records", "0+", nullable="0+")),
+            partitions="partition_data",
         ),
     ),
     response=(
-        F(
+        topic_partitions(
             "responses",
-            "[]",
             "0+",
-            fields=(
-                F("name", "string", "0+"),
+            (
+                F("index", "int32", "0+"),
+                error_code(),
+                F("base_offset", "int64", "0+"),
+                F("log_append_time_ms", "int64", "2+", default=-1),
+                F("log_start_offset", "int64", "5+", default=-1),
                 F(
-                    "partition_responses",
+                    "record_errors",
                     "[]",
-                    "0+",
+                    "8+",
                     fields=(
-                        F("index", "int32", "0+"),
-                        F("error_code", "int16", "0+"),
-                        F("base_offset", "int64", "0+"),
-                        F("log_append_time_ms", "int64", "2+", default=-1),
-                        F("log_start_offset", "int64", "5+", default=-1),
-                        F(
-                            "record_errors",
-                            "[]",
-                            "8+",
-                            fields=(
-                                F("batch_index", "int32", "8+"),
-                                F("batch_index_error_message", "string", "8+", nullable="8+", default=None),
-                            ),
-                        ),
-                        F("error_message", "string", "8+", nullable="8+", default=None),
+                        F("batch_index", "int32", "8+"),
+                        F("batch_index_error_message", "string", "8+", nullable="8+", default=None),
                     ),
                 ),
+                error_message("8+", default=None),
             ),
+            partitions="partition_responses",
         ),
-        F("throttle_time_ms", "int32", "1+", default=0),
+        throttle("1+", default=0),
     ),
 )
 
@@ -187,72 +169,45 @@ FETCH = Api(
         F("isolation_level", "int8", "4+", default=0),
         F("session_id", "int32", "7+", default=0),
         F("session_epoch", "int32", "7+", default=-1),
-        F(
+        topic_partitions(
             "topics",
-            "[]",
             "4+",
-            fields=(
-                F("topic", "string", "4+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "4+",
-                    fields=(
-                        F("partition", "int32", "4+"),
-                        F("current_leader_epoch", "int32", "9+", default=-1),
-                        F("fetch_offset", "int64", "4+"),
-                        F("log_start_offset", "int64", "5+", default=-1),
-                        F("partition_max_bytes", "int32", "4+"),
-                    ),
-                ),
+            (
+                F("partition", "int32", "4+"),
+                F("current_leader_epoch", "int32", "9+", default=-1),
+                F("fetch_offset", "int64", "4+"),
+                F("log_start_offset", "int64", "5+", default=-1),
+                F("partition_max_bytes", "int32", "4+"),
             ),
+            topic="topic",
         ),
-        F(
-            "forgotten_topics_data",
-            "[]",
-            "7+",
-            fields=(
-                F("topic", "string", "7+"),
-                F("partitions", "[]int32", "7+"),
-            ),
-        ),
+        topic_indexes("forgotten_topics_data", "7+", topic="topic", indexes="partitions"),
         F("rack_id", "string", "11+", default=""),
     ),
     response=(
-        F("throttle_time_ms", "int32", "4+"),
-        F("error_code", "int16", "7+"),
+        throttle("4+"),
+        error_code("7+"),
         F("session_id", "int32", "7+", default=0),
-        F(
+        topic_partitions(
             "responses",
-            "[]",
             "4+",
-            fields=(
-                F("topic", "string", "4+"),
+            (
+                F("partition_index", "int32", "4+"),
+                error_code("4+"),
+                F("high_watermark", "int64", "4+"),
+                F("last_stable_offset", "int64", "4+", default=-1),
+                F("log_start_offset", "int64", "5+", default=-1),
                 F(
-                    "partitions",
+                    "aborted_transactions",
                     "[]",
                     "4+",
-                    fields=(
-                        F("partition_index", "int32", "4+"),
-                        F("error_code", "int16", "4+"),
-                        F("high_watermark", "int64", "4+"),
-                        F("last_stable_offset", "int64", "4+", default=-1),
-                        F("log_start_offset", "int64", "5+", default=-1),
-                        F(
-                            "aborted_transactions",
-                            "[]",
-                            "4+",
-                            nullable="4+",
-                            fields=(
-                                F("producer_id", "int64", "4+"),
-                                F("first_offset", "int64", "4+"),
-                            ),
-                        ),
-                        F("preferred_read_replica", "int32", "11+", default=-1),
-                        F("records", "records", "4+", nullable="4+"),
-                    ),
+                    nullable="4+",
+                    fields=(F("producer_id", "int64", "4+"), F("first_offset", "int64", "4+")),
                 ),
+                F("preferred_read_replica", "int32", "11+", default=-1),
+                F("records", "records", "4+", nullable="4+"),
             ),
+            topic="topic",
         ),
     ),
 )
@@ -265,45 +220,27 @@ LIST_OFFSETS = Api(
     request=(
         F("replica_id", "int32", "1+"),
         F("isolation_level", "int8", "2+"),
-        F(
+        topic_partitions(
             "topics",
-            "[]",
             "1+",
-            fields=(
-                F("name", "string", "1+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "1+",
-                    fields=(
-                        F("partition_index", "int32", "1+"),
-                        F("current_leader_epoch", "int32", "4+", default=-1),
-                        F("timestamp", "int64", "1+"),
-                    ),
-                ),
+            (
+                F("partition_index", "int32", "1+"),
+                F("current_leader_epoch", "int32", "4+", default=-1),
+                F("timestamp", "int64", "1+"),
             ),
         ),
     ),
     response=(
-        F("throttle_time_ms", "int32", "2+"),
-        F(
+        throttle("2+"),
+        topic_partitions(
             "topics",
-            "[]",
             "1+",
-            fields=(
-                F("name", "string", "1+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "1+",
-                    fields=(
-                        F("partition_index", "int32", "1+"),
-                        F("error_code", "int16", "1+"),
-                        F("timestamp", "int64", "1+", default=-1),
-                        F("offset", "int64", "1+", default=-1),
-                        F("leader_epoch", "int32", "4+", default=-1),
-                    ),
-                ),
+            (
+                F("partition_index", "int32", "1+"),
+                error_code("1+"),
+                F("timestamp", "int64", "1+", default=-1),
+                F("offset", "int64", "1+", default=-1),
+                F("leader_epoch", "int32", "4+", default=-1),
             ),
         ),
     ),

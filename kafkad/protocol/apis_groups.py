@@ -1,10 +1,11 @@
 """Schema tables for the group coordinator APIs (offsets, membership, group admin).
 
 Transcribed from Apache Kafka's clients/src/main/resources/common/message/<Name>{Request,Response}.json,
-trimmed to the versions kafkad speaks (see schema.py for the vocabulary).
+trimmed to the versions kafkad speaks (see schema.py for the vocabulary, shapes.py for the shared shapes).
 """
 
 from kafkad.protocol.schema import Api, F
+from kafkad.protocol.shapes import error_code, error_message, throttle, topic_indexes, topic_partitions
 
 OFFSET_COMMIT = Api(
     8,
@@ -17,45 +18,20 @@ OFFSET_COMMIT = Api(
         F("member_id", "string", "2+"),
         F("group_instance_id", "string", "7+", nullable="7+", default=None),
         F("retention_time_ms", "int64", "2-4", default=-1),
-        F(
+        topic_partitions(
             "topics",
-            "[]",
             "2+",
-            fields=(
-                F("name", "string", "2+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "2+",
-                    fields=(
-                        F("partition_index", "int32", "2+"),
-                        F("committed_offset", "int64", "2+"),
-                        F("committed_leader_epoch", "int32", "6+", default=-1),
-                        F("committed_metadata", "string", "2+", nullable="2+"),
-                    ),
-                ),
+            (
+                F("partition_index", "int32", "2+"),
+                F("committed_offset", "int64", "2+"),
+                F("committed_leader_epoch", "int32", "6+", default=-1),
+                F("committed_metadata", "string", "2+", nullable="2+"),
             ),
         ),
     ),
     response=(
-        F("throttle_time_ms", "int32", "3+"),
-        F(
-            "topics",
-            "[]",
-            "2+",
-            fields=(
-                F("name", "string", "2+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "2+",
-                    fields=(
-                        F("partition_index", "int32", "2+"),
-                        F("error_code", "int16", "2+"),
-                    ),
-                ),
-            ),
-        ),
+        throttle("3+"),
+        topic_partitions("topics", "2+", (F("partition_index", "int32", "2+"), error_code("2+"))),
     ),
 )
 
@@ -66,40 +42,22 @@ OFFSET_FETCH = Api(
     flexible="6+",
     request=(
         F("group_id", "string", "1+"),
-        F(
-            "topics",
-            "[]",
-            "1+",
-            nullable="2+",
-            fields=(
-                F("name", "string", "1+"),
-                F("partition_indexes", "[]int32", "1+"),
-            ),
-        ),
+        topic_indexes("topics", "1+", nullable="2+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "3+"),
-        F(
+        throttle("3+"),
+        topic_partitions(
             "topics",
-            "[]",
             "1+",
-            fields=(
-                F("name", "string", "1+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "1+",
-                    fields=(
-                        F("partition_index", "int32", "1+"),
-                        F("committed_offset", "int64", "1+"),
-                        F("committed_leader_epoch", "int32", "5+", default=-1),
-                        F("metadata", "string", "1+", nullable="1+"),
-                        F("error_code", "int16", "1+"),
-                    ),
-                ),
+            (
+                F("partition_index", "int32", "1+"),
+                F("committed_offset", "int64", "1+"),
+                F("committed_leader_epoch", "int32", "5+", default=-1),
+                F("metadata", "string", "1+", nullable="1+"),
+                error_code("1+"),
             ),
         ),
-        F("error_code", "int16", "2+", default=0),
+        error_code("2+", default=0),
     ),
 )
 
@@ -113,9 +71,9 @@ FIND_COORDINATOR = Api(
         F("key_type", "int8", "1+", default=0),
     ),
     response=(
-        F("throttle_time_ms", "int32", "1+"),
-        F("error_code", "int16", "0+"),
-        F("error_message", "string", "1+", nullable="1+"),
+        throttle("1+"),
+        error_code(),
+        error_message("1+"),
         F("node_id", "int32", "0+"),
         F("host", "string", "0+"),
         F("port", "int32", "0+"),
@@ -145,8 +103,8 @@ JOIN_GROUP = Api(
         ),
     ),
     response=(
-        F("throttle_time_ms", "int32", "2+"),
-        F("error_code", "int16", "0+"),
+        throttle("2+"),
+        error_code(),
         F("generation_id", "int32", "0+", default=-1),
         F("protocol_name", "string", "0+"),
         F("leader", "string", "0+"),
@@ -176,8 +134,8 @@ HEARTBEAT = Api(
         F("group_instance_id", "string", "3+", nullable="3+", default=None),
     ),
     response=(
-        F("throttle_time_ms", "int32", "1+"),
-        F("error_code", "int16", "0+"),
+        throttle("1+"),
+        error_code(),
     ),
 )
 
@@ -200,8 +158,8 @@ LEAVE_GROUP = Api(
         ),
     ),
     response=(
-        F("throttle_time_ms", "int32", "1+"),
-        F("error_code", "int16", "0+"),
+        throttle("1+"),
+        error_code(),
         F(
             "members",
             "[]",
@@ -209,7 +167,7 @@ LEAVE_GROUP = Api(
             fields=(
                 F("member_id", "string", "3+"),
                 F("group_instance_id", "string", "3+", nullable="3+"),
-                F("error_code", "int16", "3+"),
+                error_code("3+"),
             ),
         ),
     ),
@@ -236,8 +194,8 @@ SYNC_GROUP = Api(
         ),
     ),
     response=(
-        F("throttle_time_ms", "int32", "1+"),
-        F("error_code", "int16", "0+"),
+        throttle("1+"),
+        error_code(),
         F("assignment", "bytes", "0+"),
     ),
 )
@@ -252,13 +210,13 @@ DESCRIBE_GROUPS = Api(
         F("include_authorized_operations", "bool", "3+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "1+"),
+        throttle("1+"),
         F(
             "groups",
             "[]",
             "0+",
             fields=(
-                F("error_code", "int16", "0+"),
+                error_code(),
                 F("group_id", "string", "0+"),
                 F("group_state", "string", "0+"),
                 F("protocol_type", "string", "0+"),
@@ -292,8 +250,8 @@ LIST_GROUPS = Api(
         F("types_filter", "[]string", "5+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "1+"),
-        F("error_code", "int16", "0+"),
+        throttle("1+"),
+        error_code(),
         F(
             "groups",
             "[]",
@@ -315,15 +273,12 @@ DELETE_GROUPS = Api(
     flexible="2+",
     request=(F("groups_names", "[]string", "0+"),),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
+        throttle(),
         F(
             "results",
             "[]",
             "0+",
-            fields=(
-                F("group_id", "string", "0+"),
-                F("error_code", "int16", "0+"),
-            ),
+            fields=(F("group_id", "string", "0+"), error_code()),
         ),
     ),
 )

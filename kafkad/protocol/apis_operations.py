@@ -2,10 +2,20 @@
 incremental config changes and offset deletion.
 
 Transcribed from Apache Kafka's clients/src/main/resources/common/message/<Name>{Request,Response}.json,
-trimmed to the versions kafkad speaks (see schema.py for the vocabulary).
+trimmed to the versions kafkad speaks (see schema.py for the vocabulary, shapes.py for the shared shapes).
 """
 
 from kafkad.protocol.schema import Api, F
+from kafkad.protocol.shapes import (
+    config_entry,
+    error_code,
+    error_message,
+    error_pair,
+    resource,
+    throttle,
+    topic_indexes,
+    topic_partitions,
+)
 
 ELECT_LEADERS = Api(
     43,
@@ -14,41 +24,23 @@ ELECT_LEADERS = Api(
     flexible="2+",
     request=(
         F("election_type", "int8", "1+"),
-        F(
-            "topic_partitions",
-            "[]",
-            "0+",
-            nullable="0+",
-            fields=(
-                F("topic", "string", "0+"),
-                F("partitions", "[]int32", "0+"),
-            ),
-        ),
+        topic_indexes("topic_partitions", "0+", topic="topic", indexes="partitions", nullable="0+"),
         F("timeout_ms", "int32", "0+", default=60000),
     ),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F("error_code", "int16", "1+"),
-        F(
+        throttle(),
+        error_code("1+"),
+        topic_partitions(
             "replica_election_results",
-            "[]",
             "0+",
-            fields=(
-                F("topic", "string", "0+"),
-                F(
-                    "partition_result",
-                    "[]",
-                    "0+",
-                    fields=(
-                        F("partition_id", "int32", "0+"),
-                        F("error_code", "int16", "0+"),
-                        F("error_message", "string", "0+", nullable="0+", default=None),
-                    ),
-                ),
-            ),
+            (F("partition_id", "int32", "0+"), *error_pair(default=None)),
+            topic="topic",
+            partitions="partition_result",
         ),
     ),
 )
+
+_CONFIG_NAME, _CONFIG_VALUE = config_entry()  # config_operation goes between them
 
 INCREMENTAL_ALTER_CONFIGS = Api(
     44,
@@ -61,37 +53,24 @@ INCREMENTAL_ALTER_CONFIGS = Api(
             "[]",
             "0+",
             fields=(
-                F("resource_type", "int8", "0+"),
-                F("resource_name", "string", "0+"),
+                *resource(),
                 F(
                     "configs",
                     "[]",
                     "0+",
-                    fields=(
-                        F("name", "string", "0+"),
-                        F("config_operation", "int8", "0+"),
-                        F("value", "string", "0+", nullable="0+"),
-                    ),
+                    fields=(_CONFIG_NAME, F("config_operation", "int8", "0+"), _CONFIG_VALUE),
                 ),
             ),
         ),
         F("validate_only", "bool", "0+"),
     ),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F(
-            "responses",
-            "[]",
-            "0+",
-            fields=(
-                F("error_code", "int16", "0+"),
-                F("error_message", "string", "0+", nullable="0+", default=None),
-                F("resource_type", "int8", "0+"),
-                F("resource_name", "string", "0+"),
-            ),
-        ),
+        throttle(),
+        F("responses", "[]", "0+", fields=(*error_pair(default=None), *resource())),
     ),
 )
+
+_REASSIGNMENT_ERROR = (error_code(), error_message(default=None))
 
 ALTER_PARTITION_REASSIGNMENTS = Api(
     45,
@@ -100,46 +79,19 @@ ALTER_PARTITION_REASSIGNMENTS = Api(
     flexible="0+",
     request=(
         F("timeout_ms", "int32", "0+", default=60000),
-        F(
+        topic_partitions(
             "topics",
-            "[]",
             "0+",
-            fields=(
-                F("name", "string", "0+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "0+",
-                    fields=(
-                        F("partition_index", "int32", "0+"),
-                        F("replicas", "[]int32", "0+", nullable="0+", default=None),
-                    ),
-                ),
+            (
+                F("partition_index", "int32", "0+"),
+                F("replicas", "[]int32", "0+", nullable="0+", default=None),
             ),
         ),
     ),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F("error_code", "int16", "0+"),
-        F("error_message", "string", "0+", nullable="0+", default=None),
-        F(
-            "responses",
-            "[]",
-            "0+",
-            fields=(
-                F("name", "string", "0+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "0+",
-                    fields=(
-                        F("partition_index", "int32", "0+"),
-                        F("error_code", "int16", "0+"),
-                        F("error_message", "string", "0+", nullable="0+", default=None),
-                    ),
-                ),
-            ),
-        ),
+        throttle(),
+        *_REASSIGNMENT_ERROR,
+        topic_partitions("responses", "0+", (F("partition_index", "int32", "0+"), *_REASSIGNMENT_ERROR)),
     ),
 )
 
@@ -150,39 +102,19 @@ LIST_PARTITION_REASSIGNMENTS = Api(
     flexible="0+",
     request=(
         F("timeout_ms", "int32", "0+", default=60000),
-        F(
-            "topics",
-            "[]",
-            "0+",
-            nullable="0+",
-            default=None,
-            fields=(
-                F("name", "string", "0+"),
-                F("partition_indexes", "[]int32", "0+"),
-            ),
-        ),
+        topic_indexes("topics", "0+", nullable="0+", default=None),
     ),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F("error_code", "int16", "0+"),
-        F("error_message", "string", "0+", nullable="0+", default=None),
-        F(
+        throttle(),
+        *_REASSIGNMENT_ERROR,
+        topic_partitions(
             "topics",
-            "[]",
             "0+",
-            fields=(
-                F("name", "string", "0+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "0+",
-                    fields=(
-                        F("partition_index", "int32", "0+"),
-                        F("replicas", "[]int32", "0+"),
-                        F("adding_replicas", "[]int32", "0+"),
-                        F("removing_replicas", "[]int32", "0+"),
-                    ),
-                ),
+            (
+                F("partition_index", "int32", "0+"),
+                F("replicas", "[]int32", "0+"),
+                F("adding_replicas", "[]int32", "0+"),
+                F("removing_replicas", "[]int32", "0+"),
             ),
         ),
     ),
@@ -195,36 +127,12 @@ OFFSET_DELETE = Api(
     flexible="none",
     request=(
         F("group_id", "string", "0+"),
-        F(
-            "topics",
-            "[]",
-            "0+",
-            fields=(
-                F("name", "string", "0+"),
-                F("partitions", "[]", "0+", fields=(F("partition_index", "int32", "0+"),)),
-            ),
-        ),
+        topic_partitions("topics", "0+", (F("partition_index", "int32", "0+"),)),
     ),
     response=(
-        F("error_code", "int16", "0+"),
-        F("throttle_time_ms", "int32", "0+"),
-        F(
-            "topics",
-            "[]",
-            "0+",
-            fields=(
-                F("name", "string", "0+"),
-                F(
-                    "partitions",
-                    "[]",
-                    "0+",
-                    fields=(
-                        F("partition_index", "int32", "0+"),
-                        F("error_code", "int16", "0+"),
-                    ),
-                ),
-            ),
-        ),
+        error_code(),
+        throttle(),
+        topic_partitions("topics", "0+", (F("partition_index", "int32", "0+"), error_code())),
     ),
 )
 
@@ -238,9 +146,8 @@ DESCRIBE_CLUSTER = Api(
         F("endpoint_type", "int8", "1+", default=1),
     ),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F("error_code", "int16", "0+"),
-        F("error_message", "string", "0+", nullable="0+", default=None),
+        throttle(),
+        *error_pair(default=None),
         F("endpoint_type", "int8", "1+", default=1),
         F("cluster_id", "string", "0+"),
         F("controller_id", "int32", "0+", default=-1),

@@ -5,6 +5,7 @@ Transcribed from Apache Kafka's clients/src/main/resources/common/message/<Name>
 """
 
 from kafkad.protocol.schema import Api, F
+from kafkad.protocol.shapes import error_pair, resource, throttle
 
 _ACL_FILTER = (
     F("resource_type_filter", "int8", "0+"),
@@ -23,6 +24,8 @@ _ACL_ENTRY = (
     F("permission_type", "int8", "0+"),
 )
 
+_USER_RESULT = (F("user", "string", "0+"), *error_pair())
+
 DESCRIBE_ACLS = Api(
     29,
     "DescribeAcls",
@@ -30,23 +33,16 @@ DESCRIBE_ACLS = Api(
     flexible="2+",
     request=_ACL_FILTER,
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F("error_code", "int16", "0+"),
-        F("error_message", "string", "0+", nullable="0+"),
+        throttle(),
+        *error_pair(),
         F(
             "resources",
             "[]",
             "0+",
             fields=(
-                F("resource_type", "int8", "0+"),
-                F("resource_name", "string", "0+"),
+                *resource(),
                 F("pattern_type", "int8", "1+", default=3),
-                F(
-                    "acls",
-                    "[]",
-                    "0+",
-                    fields=(*_ACL_ENTRY,),
-                ),
+                F("acls", "[]", "0+", fields=_ACL_ENTRY),
             ),
         ),
     ),
@@ -62,26 +58,10 @@ CREATE_ACLS = Api(
             "creations",
             "[]",
             "0+",
-            fields=(
-                F("resource_type", "int8", "0+"),
-                F("resource_name", "string", "0+"),
-                F("resource_pattern_type", "int8", "1+", default=3),
-                F("principal", "string", "0+"),
-                F("host", "string", "0+"),
-                F("operation", "int8", "0+"),
-                F("permission_type", "int8", "0+"),
-            ),
+            fields=(*resource(), F("resource_pattern_type", "int8", "1+", default=3), *_ACL_ENTRY),
         ),
     ),
-    response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F(
-            "results",
-            "[]",
-            "0+",
-            fields=(F("error_code", "int16", "0+"), F("error_message", "string", "0+", nullable="0+")),
-        ),
-    ),
+    response=(throttle(), F("results", "[]", "0+", fields=error_pair())),
 )
 
 DELETE_ACLS = Api(
@@ -91,23 +71,20 @@ DELETE_ACLS = Api(
     flexible="2+",
     request=(F("filters", "[]", "0+", fields=_ACL_FILTER),),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
+        throttle(),
         F(
             "filter_results",
             "[]",
             "0+",
             fields=(
-                F("error_code", "int16", "0+"),
-                F("error_message", "string", "0+", nullable="0+"),
+                *error_pair(),
                 F(
                     "matching_acls",
                     "[]",
                     "0+",
                     fields=(
-                        F("error_code", "int16", "0+"),
-                        F("error_message", "string", "0+", nullable="0+"),
-                        F("resource_type", "int8", "0+"),
-                        F("resource_name", "string", "0+"),
+                        *error_pair(),
+                        *resource(),
                         F("pattern_type", "int8", "1+", default=3),
                         *_ACL_ENTRY,
                     ),
@@ -124,17 +101,14 @@ DESCRIBE_USER_SCRAM_CREDENTIALS = Api(
     flexible="0+",
     request=(F("users", "[]", "0+", nullable="0+", fields=(F("name", "string", "0+"),)),),
     response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F("error_code", "int16", "0+"),
-        F("error_message", "string", "0+", nullable="0+"),
+        throttle(),
+        *error_pair(),
         F(
             "results",
             "[]",
             "0+",
             fields=(
-                F("user", "string", "0+"),
-                F("error_code", "int16", "0+"),
-                F("error_message", "string", "0+", nullable="0+"),
+                *_USER_RESULT,
                 F(
                     "credential_infos",
                     "[]",
@@ -166,17 +140,5 @@ ALTER_USER_SCRAM_CREDENTIALS = Api(
             ),
         ),
     ),
-    response=(
-        F("throttle_time_ms", "int32", "0+"),
-        F(
-            "results",
-            "[]",
-            "0+",
-            fields=(
-                F("user", "string", "0+"),
-                F("error_code", "int16", "0+"),
-                F("error_message", "string", "0+", nullable="0+"),
-            ),
-        ),
-    ),
+    response=(throttle(), F("results", "[]", "0+", fields=_USER_RESULT)),
 )

@@ -115,6 +115,10 @@ class LogGroupStore:
         # record key -> (its last one-record batch, that batch's value size)
         self._templates: dict[bytes, tuple[bytes, int]] = {}
         self._creating: asyncio.Future[None] | None = None
+        # Cluster mode appends as Kafka's offsets.commit.required.acks=-1: the ISR is checked against
+        # min.insync.replicas before the append (NOT_ENOUGH_REPLICAS: nothing written); the callers wait
+        # for the HW (ownership.commit_replicated). Standalone (ISR = {self}) appends as acks=1.
+        self._required_acks = -1 if cluster else 1
         if cluster:  # the controller creates the topic (cluster_metadata.py); never created here
             self.num_partitions = num_partitions
             self.ready = True
@@ -198,7 +202,7 @@ class LogGroupStore:
             batch = self._one_record_batch(records[0][0], records[0][1], now)
         else:
             batch = _offsets_batch(records, now)
-        part.append_as_leader(memoryview(batch), now_ms=now, required_acks=1)
+        part.append_as_leader(memoryview(batch), now_ms=now, required_acks=self._required_acks)
 
     def _one_record_batch(self, key: bytes, value: bytes, timestamp: int) -> bytearray:
         """_offsets_batch(((key, value),), timestamp), from the key's template when the value size

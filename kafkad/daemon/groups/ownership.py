@@ -5,8 +5,9 @@ A broker coordinates exactly the groups whose __consumer_offsets partition it le
 partition's leader it replays the partition (in the executor) into the coordinator; until the replay is in,
 the partition's groups answer COORDINATOR_LOAD_IN_PROGRESS. When it stops leading it unloads those groups:
 their timers stop and parked JoinGroup/SyncGroup requests are answered NOT_COORDINATOR, as is every later
-request for them (the client then asks FindCoordinator again). An OffsetCommit is answered once the partition's
-ISR has it (Kafka's offsets.commit.required.acks=-1), so a commit survives the coordinator's loss. Standalone brokers have no GroupOwnership:
+request for them (the client then asks FindCoordinator again). An OffsetCommit, and a SyncGroup (the group's
+assignment record), is answered once the partition's ISR has it (Kafka's offsets.commit.required.acks=-1),
+so a commit or an assignment survives the coordinator's loss. Standalone brokers have no GroupOwnership:
 the group handlers' check is one dict lookup.
 """
 
@@ -112,19 +113,26 @@ def check_coordinator(broker: Broker, group_id: str) -> None:
             raise KafkaError(code, f"group {group_id!r} is not coordinated by this broker")
 
 
-async def commit_replicated(own: GroupOwnership, group_id: str) -> ErrorCode | None:
+async def commit_replicated(
+    own: GroupOwnership, group_id: str, *, timed_out: ErrorCode = ErrorCode.REQUEST_TIMED_OUT
+) -> ErrorCode | None:
     """Kafka's offsets.commit.required.acks=-1: wait until the group's __consumer_offsets partition has
-    replicated what was just appended to it (its ISR); the error to answer instead, or None."""
+    replicated what was just appended to it (its ISR, at least min.insync.replicas); the error to answer
+    instead, or None. As GroupMetadataManager maps a failed append: NOT_ENOUGH_REPLICAS(_AFTER_APPEND) ->
+    COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR, a timeout -> `timed_out`
+    (REQUEST_TIMED_OUT for offset commits, COORDINATOR_NOT_AVAILABLE for group metadata: storeGroup)."""
     part = own.broker.replicas.get(OFFSETS_TOPIC, partition_for(group_id, own.num_partitions))
     if part is None or not part.is_leader:
         return ErrorCode.NOT_COORDINATOR
     last = part.log_end_offset - 1
-    if part.high_watermark > last:
-        return None
     try:
+        if part.high_watermark > last:
+            if len(part.isr) < int(getattr(part.log.config, "min_insync_replicas", 1)):  # shrank since
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return None
         await asyncio.wait_for(part.wait_replicated(last), COMMIT_TIMEOUT_S)
     except TimeoutError:
-        return ErrorCode.REQUEST_TIMED_OUT
+        return timed_out
     except KafkaError as e:  # Kafka's mapping of a failed offsets append
         return (
             ErrorCode.NOT_COORDINATOR

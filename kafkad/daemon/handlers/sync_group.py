@@ -1,5 +1,6 @@
 """SyncGroup (14) v0-3: followers wait (a future) for the leader's assignment; a Stable group
-answers at once with the member's stored assignment."""
+answers at once with the member's stored assignment. In cluster mode the answer waits until the group's
+__consumer_offsets partition has replicated the assignment record (Kafka's storeGroup with acks=-1)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import SyncResult
-from kafkad.daemon.groups.ownership import check_coordinator
+from kafkad.daemon.groups.ownership import SERVICE_KEY as OWNERSHIP_KEY
+from kafkad.daemon.groups.ownership import check_coordinator, commit_replicated
 from kafkad.daemon.groups.service import coordinator_for
 from kafkad.daemon.handlers import RequestContext, handler
-from kafkad.protocol import ApiKey, Request
+from kafkad.protocol import ApiKey, ErrorCode, Request
 
 
 @handler(ApiKey.SYNC_GROUP, 0, 3)
@@ -33,4 +35,11 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         respond,
     )
     result = await fut
+    own = ctx.broker.services.get(OWNERSHIP_KEY)  # cluster mode: answer once the assignment is replicated
+    if own is not None and result.error is ErrorCode.NONE:
+        failed = await commit_replicated(
+            own, b["group_id"] or "", timed_out=ErrorCode.COORDINATOR_NOT_AVAILABLE
+        )
+        if failed is not None:
+            return {"throttle_time_ms": 0, "error_code": int(failed), "assignment": b""}
     return {"throttle_time_ms": 0, "error_code": int(result.error), "assignment": result.assignment}

@@ -1,0 +1,115 @@
+"""Cluster mode: the coordinator appends to __consumer_offsets as Kafka's offsets.commit.required.acks=-1.
+An OffsetCommit is refused (COORDINATOR_NOT_AVAILABLE, nothing stored) when the partition's ISR is below
+min.insync.replicas, and a SyncGroup is answered only once the assignment record is replicated. Real
+LogManager and handlers; the partition's follower is driven by update_follower_position, as a fetch would."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from kafkad.daemon.broker import Broker
+from kafkad.daemon.groups.config import OFFSETS_TOPIC
+from kafkad.daemon.groups.ownership import SERVICE_KEY, GroupOwnership
+from kafkad.daemon.handlers import REGISTRY, RequestContext
+from kafkad.protocol import ApiKey, ErrorCode, Request, RequestHeader
+from kafkad.replication.partition import Partition
+from tests.unit.daemon.test_handlers import create, make_broker
+
+
+def cluster_broker(tmp_path: Path, isr: list[int]) -> tuple[Broker, Partition]:
+    b = make_broker(
+        tmp_path,
+        "zookeeper.connect=127.0.0.1:1",
+        "offsets.topic.num.partitions=1",
+        "group.initial.rebalance.delay.ms=0",
+    )
+    assert not b.config.standalone
+    b.replicas.create_topic(OFFSETS_TOPIC, 1, {"cleanup.policy": "compact", "min.insync.replicas": "2"})
+    create(b, "t")
+    part = b.replicas.get_or_raise(OFFSETS_TOPIC, 0)
+    part.become_leader(1, isr=isr, replicas=[0, 2])
+    own = GroupOwnership(b, 1)
+    own.loaded.add(0)
+    b.services[SERVICE_KEY] = own
+    return b, part
+
+
+async def call(b: Broker, api_key: int, version: int, body: dict[str, Any]) -> Any:
+    spec = REGISTRY.get(api_key)
+    assert spec is not None
+    header = RequestHeader(api_key, version, 1, "test")
+    return await spec.fn(RequestContext(b, header), Request(header, body))  # type: ignore[arg-type]
+
+
+def commit_body(offset: int) -> dict[str, Any]:
+    return {
+        "group_id": "g",
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "retention_time_ms": -1,
+        "topics": [
+            {
+                "name": "t",
+                "partitions": [{"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}],
+            }
+        ],
+    }
+
+
+def fetched_offset(b: Broker) -> int:
+    body = {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}
+    out = asyncio.run(call(b, ApiKey.OFFSET_FETCH, 5, body))
+    return int(out["topics"][0]["partitions"][0]["committed_offset"])
+
+
+def test_commit_with_isr_below_min_insync_is_refused_and_not_stored(tmp_path: Path) -> None:
+    b, part = cluster_broker(tmp_path, isr=[0])  # min.insync.replicas=2, ISR {0}
+    out = asyncio.run(call(b, ApiKey.OFFSET_COMMIT, 7, commit_body(42)))
+    assert out["topics"][0]["partitions"][0]["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert part.log_end_offset == 0  # nothing appended (Kafka: NOT_ENOUGH_REPLICAS before the append)
+    assert fetched_offset(b) == -1
+
+
+def test_commit_and_sync_group_wait_for_the_isr(tmp_path: Path) -> None:
+    b, part = cluster_broker(tmp_path, isr=[0, 2])
+
+    async def go() -> tuple[Any, Any]:
+        commit = asyncio.ensure_future(call(b, ApiKey.OFFSET_COMMIT, 7, commit_body(7)))
+        join = {
+            "group_id": "g2",
+            "session_timeout_ms": 10000,
+            "rebalance_timeout_ms": 10000,
+            "member_id": "",
+            "group_instance_id": "static-1",  # static: no MEMBER_ID_REQUIRED round trip
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}],
+        }
+        joined = await asyncio.wait_for(call(b, ApiKey.JOIN_GROUP, 5, join), 10)
+        assert joined["error_code"] == 0, joined
+        sync = asyncio.ensure_future(
+            call(
+                b,
+                ApiKey.SYNC_GROUP,
+                3,
+                {
+                    "group_id": "g2",
+                    "generation_id": joined["generation_id"],
+                    "member_id": joined["member_id"],
+                    "group_instance_id": "static-1",
+                    "assignments": [{"member_id": joined["member_id"], "assignment": b"A"}],
+                },
+            )
+        )
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert part.log_end_offset >= 2  # the commit and the assignment are appended...
+        assert not commit.done() and not sync.done()  # ...but follower 2 has neither
+        part.update_follower_position(2, part.log_end_offset)
+        return await asyncio.wait_for(commit, 10), await asyncio.wait_for(sync, 10)
+
+    committed, synced = asyncio.run(go())
+    assert committed["topics"][0]["partitions"][0]["error_code"] == 0
+    assert synced["error_code"] == 0 and bytes(synced["assignment"]) == b"A"

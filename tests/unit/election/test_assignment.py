@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
@@ -22,33 +23,41 @@ def test_rack_alternated_list_as_kafka() -> None:
     assert rack_alternated({b: r for b, r in RACKS.items() if b != 5}) == [0, 3, 1, 4, 2]
 
 
-def test_rack_aware_assignment_as_kafka() -> None:
-    got = assign_replicas(RACKS, 7, 3, fixed_start_index=0, start_partition_id=0)
-    assert got == {
-        0: [0, 3, 1],
-        1: [3, 1, 5],
-        2: [1, 5, 4],
-        3: [5, 4, 2],
-        4: [4, 2, 0],
-        5: [2, 0, 3],
-        6: [0, 4, 2],
-    }
-
-
-def test_rack_unaware_assignment_as_kafka() -> None:
-    got = assign_replicas(dict.fromkeys(range(5)), 10, 3, fixed_start_index=0)
-    assert got == {
-        0: [0, 1, 2],
-        1: [1, 2, 3],
-        2: [2, 3, 4],
-        3: [3, 4, 0],
-        4: [4, 0, 1],
-        5: [0, 2, 3],
-        6: [1, 3, 4],
-        7: [2, 4, 0],
-        8: [3, 0, 1],
-        9: [4, 1, 2],
-    }
+@pytest.mark.parametrize(
+    ("brokers", "start_partition_id", "expected"),
+    [
+        pytest.param(
+            RACKS,
+            0,
+            [[0, 3, 1], [3, 1, 5], [1, 5, 4], [5, 4, 2], [4, 2, 0], [2, 0, 3], [0, 4, 2]],
+            id="rack-aware",
+        ),
+        pytest.param(
+            dict.fromkeys(range(5)),
+            -1,
+            [
+                [0, 1, 2],
+                [1, 2, 3],
+                [2, 3, 4],
+                [3, 4, 0],
+                [4, 0, 1],
+                [0, 2, 3],
+                [1, 3, 4],
+                [2, 4, 0],
+                [3, 0, 1],
+                [4, 1, 2],
+            ],
+            id="rack-unaware",
+        ),
+    ],
+)
+def test_assignment_as_kafka(
+    brokers: dict[int, str | None], start_partition_id: int, expected: list[list[int]]
+) -> None:
+    got = assign_replicas(
+        brokers, len(expected), 3, fixed_start_index=0, start_partition_id=start_partition_id
+    )
+    assert got == dict(enumerate(expected))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -59,23 +68,24 @@ def test_every_partition_spans_all_racks_and_leaders_balance(seed: int) -> None:
     assert set(Counter(reps[0] for reps in got.values()).values()) == {2}  # 12 leaders over 6 brokers
 
 
-def test_errors() -> None:
+@pytest.mark.parametrize(
+    ("call", "code"),
+    [
+        (lambda: assign_replicas({1: None, 2: None}, 3, 3), ErrorCode.INVALID_REPLICATION_FACTOR),
+        (lambda: assign_replicas({1: "a", 2: None}, 3, 2), ErrorCode.INVALID_REPLICATION_FACTOR),
+        (lambda: assign_replicas({1: None}, 0, 1), ErrorCode.INVALID_PARTITIONS),
+        (lambda: validate_assignment({0: [1, 1]}, {1: None}), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+        (lambda: validate_assignment({0: [1, 9]}, {1: None, 2: None}), None),
+        (lambda: validate_assignment({0: [1], 1: [1, 2]}, {1: None, 2: None}), None),
+    ],
+)
+def test_errors(call: Callable[[], object], code: ErrorCode | None) -> None:
     with pytest.raises(KafkaError) as e:
-        assign_replicas({1: None, 2: None}, 3, 3)
-    assert e.value.code == ErrorCode.INVALID_REPLICATION_FACTOR
-    with pytest.raises(KafkaError) as e:
-        assign_replicas({1: "a", 2: None}, 3, 2)
-    assert e.value.code == ErrorCode.INVALID_REPLICATION_FACTOR
-    with pytest.raises(KafkaError) as e:
-        assign_replicas({1: None}, 0, 1)
-    assert e.value.code == ErrorCode.INVALID_PARTITIONS
-    with pytest.raises(KafkaError) as e:
-        validate_assignment({0: [1, 1]}, {1: None})
-    assert e.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
-    with pytest.raises(KafkaError):
-        validate_assignment({0: [1, 9]}, {1: None, 2: None})
-    with pytest.raises(KafkaError):
-        validate_assignment({0: [1], 1: [1, 2]}, {1: None, 2: None})
+        call()
+    assert code is None or e.value.code == code
+
+
+def test_a_valid_assignment_may_start_past_partition_zero() -> None:
     validate_assignment({3: [1, 2]}, {1: None, 2: None}, first_partition=3)
 
 

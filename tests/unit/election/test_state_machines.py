@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kafkad.election.state_machines import (
     Election,
     controlled_shutdown_election,
@@ -19,26 +21,38 @@ from kafkad.election.state_machines import (
 )
 
 
-def test_partition_transitions() -> None:
-    assert partition_transition_ok(P.NON_EXISTENT, P.NEW)
-    assert partition_transition_ok(P.NEW, P.ONLINE)
-    assert partition_transition_ok(P.OFFLINE, P.ONLINE)
-    assert partition_transition_ok(P.ONLINE, P.OFFLINE)
-    assert partition_transition_ok(P.OFFLINE, P.NON_EXISTENT)
-    assert not partition_transition_ok(P.ONLINE, P.NEW)
-    assert not partition_transition_ok(P.ONLINE, P.NON_EXISTENT)
-    assert not partition_transition_ok(P.NON_EXISTENT, P.ONLINE)
+@pytest.mark.parametrize(
+    ("old", "new", "ok"),
+    [
+        (P.NON_EXISTENT, P.NEW, True),
+        (P.NEW, P.ONLINE, True),
+        (P.OFFLINE, P.ONLINE, True),
+        (P.ONLINE, P.OFFLINE, True),
+        (P.OFFLINE, P.NON_EXISTENT, True),
+        (P.ONLINE, P.NEW, False),
+        (P.ONLINE, P.NON_EXISTENT, False),
+        (P.NON_EXISTENT, P.ONLINE, False),
+    ],
+)
+def test_partition_transitions(old: P, new: P, ok: bool) -> None:
+    assert partition_transition_ok(old, new) is ok
 
 
-def test_replica_transitions() -> None:
-    assert replica_transition_ok(R.NON_EXISTENT, R.NEW)
-    assert replica_transition_ok(R.NEW, R.ONLINE)
-    assert replica_transition_ok(R.ONLINE, R.OFFLINE)
-    assert replica_transition_ok(R.OFFLINE, R.DELETION_STARTED)
-    assert replica_transition_ok(R.DELETION_STARTED, R.DELETION_SUCCESSFUL)
-    assert replica_transition_ok(R.DELETION_SUCCESSFUL, R.NON_EXISTENT)
-    assert not replica_transition_ok(R.ONLINE, R.DELETION_STARTED)
-    assert not replica_transition_ok(R.NON_EXISTENT, R.ONLINE)
+@pytest.mark.parametrize(
+    ("old", "new", "ok"),
+    [
+        (R.NON_EXISTENT, R.NEW, True),
+        (R.NEW, R.ONLINE, True),
+        (R.ONLINE, R.OFFLINE, True),
+        (R.OFFLINE, R.DELETION_STARTED, True),
+        (R.DELETION_STARTED, R.DELETION_SUCCESSFUL, True),
+        (R.DELETION_SUCCESSFUL, R.NON_EXISTENT, True),
+        (R.ONLINE, R.DELETION_STARTED, False),
+        (R.NON_EXISTENT, R.ONLINE, False),
+    ],
+)
+def test_replica_transitions(old: R, new: R, ok: bool) -> None:
+    assert replica_transition_ok(old, new) is ok
 
 
 def test_offline_election_prefers_assignment_order_within_isr() -> None:

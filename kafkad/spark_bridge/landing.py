@@ -67,6 +67,16 @@ def _temp_name(path: str) -> str:
     return f"{head}/.{tail}{_TEMP_SUFFIX}" if head else f".{tail}{_TEMP_SUFFIX}"
 
 
+def _write_all(writer: LandingWriter, data: bytes) -> None:
+    """Writes `data` and commits it, or aborts the writer (nothing lands) if anything fails."""
+    try:
+        writer.write(data)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+
+
 class _FileWriter:
     def __init__(self, target: Path) -> None:
         self._target = target
@@ -121,13 +131,7 @@ class FilesystemLanding:
         return _FileWriter(self.root / name)
 
     def put_bytes(self, name: str, data: bytes) -> None:
-        writer = self.open_writer(name)
-        try:
-            writer.write(data)
-            writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+        _write_all(self.open_writer(name), data)
 
     def read_bytes(self, name: str) -> bytes | None:
         try:
@@ -213,13 +217,7 @@ class PyArrowLanding:
         return _ArrowWriter(self._fs(), self._path(name))
 
     def put_bytes(self, name: str, data: bytes) -> None:
-        writer = self.open_writer(name)
-        try:
-            writer.write(data)
-            writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+        _write_all(self.open_writer(name), data)
 
     def read_bytes(self, name: str) -> bytes | None:
         try:

@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kafkad.clock import Clock
@@ -533,16 +533,7 @@ def _read_checkpoint(path: Path) -> dict[TopicPartition, int] | None:
 def _replace_config(req: OpenRequest, config: LogConfig) -> OpenRequest:
     if req.config is config:
         return req
-    return OpenRequest(
-        req.path,
-        req.topic,
-        req.partition,
-        config,
-        recovery_point=req.recovery_point,
-        log_start_offset=req.log_start_offset,
-        high_watermark=req.high_watermark,
-        recover=req.recover,
-    )
+    return replace(req, config=config)
 
 
 def _rmtree_action(path: Path) -> Callable[[], None]:

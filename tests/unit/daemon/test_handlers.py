@@ -278,38 +278,16 @@ def test_describe_and_alter_configs(tmp_path: Path) -> None:
     assert rows["segment.bytes"]["value"] == "100000" and rows["segment.bytes"]["config_source"] == 1
     assert rows["retention.ms"]["value"] == "3600000" and rows["retention.ms"]["config_source"] == 4
     assert rows["max.message.bytes"]["config_source"] == 5
-    alter = call(
-        b,
-        33,
-        1,
-        {
-            "resources": [
-                {
-                    "resource_type": 2,
-                    "resource_name": "t",
-                    "configs": [{"name": "retention.ms", "value": "1000"}],
-                }
-            ],
-            "validate_only": False,
-        },
-    )
+
+    def alter_retention(value: str) -> Any:
+        configs = [{"name": "retention.ms", "value": value}]
+        resources = [{"resource_type": 2, "resource_name": "t", "configs": configs}]
+        return call(b, 33, 1, {"resources": resources, "validate_only": False})
+
+    alter = alter_retention("1000")
     assert alter["responses"][0]["error_code"] == 0
     assert b.log_manager.topic_overrides("t") == {"retention.ms": "1000"}
-    bad = call(
-        b,
-        33,
-        1,
-        {
-            "resources": [
-                {
-                    "resource_type": 2,
-                    "resource_name": "t",
-                    "configs": [{"name": "retention.ms", "value": "x"}],
-                }
-            ],
-            "validate_only": False,
-        },
-    )
+    bad = alter_retention("x")
     assert bad["responses"][0]["error_code"] == ErrorCode.INVALID_CONFIG
     broker_rows = call(
         b,

@@ -12,11 +12,8 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from kafkad.daemon.broker import Broker
 from kafkad.protocol import ErrorCode
@@ -56,14 +53,6 @@ def fetch(b: Broker, topic: str, partition: int) -> dict[str, Any]:
 def metadata(b: Broker, topic: str) -> dict[int, dict[str, Any]]:
     md = call(b, 3, 8, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
     return {p["partition_index"]: p for p in md["topics"][0]["partitions"]}
-
-
-@pytest.fixture
-def immutable() -> Iterator[list[Path]]:
-    paths: list[Path] = []
-    yield paths
-    for p in paths:
-        subprocess.run(["chattr", "-i", str(p)], check=False)
 
 
 def test_an_append_that_cannot_roll_takes_only_its_partition_offline(

@@ -18,15 +18,21 @@ async def _noop() -> None:
     return None
 
 
+def small_buffer_pair(*, reader_blocking: bool = False) -> tuple[socket.socket, socket.socket]:
+    """A socketpair whose writing end is non-blocking with a 16 KiB send buffer: large slices hit EAGAIN."""
+    a, b = socket.socketpair()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+    a.setblocking(False)
+    b.setblocking(reader_blocking)
+    return a, b
+
+
 def test_sendfile_slices_arrive_whole_and_in_order(tmp_path: Path) -> None:
     data = os.urandom(3 << 20)
     path = tmp_path / "seg.log"
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
-    a, b = socket.socketpair()
-    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
-    a.setblocking(False)
-    b.setblocking(False)
+    a, b = small_buffer_pair()
 
     async def go() -> bytes:
         loop = asyncio.get_running_loop()

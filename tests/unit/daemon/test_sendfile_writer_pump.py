@@ -13,6 +13,7 @@ import uvloop
 
 from kafkad.daemon.sendfile_writer import SNDBUF, SendfileWriter
 from kafkad.storage.file_slice import FileSlice
+from tests.unit.daemon.test_sendfile_writer import small_buffer_pair
 
 
 async def _noop() -> None:
@@ -63,10 +64,7 @@ def test_tcp_send_buffer_raised_and_unix_left_alone(tmp_path: Path) -> None:
 
 def test_writer_unregistered_after_pumped_slice_and_after_cancel(tmp_path: Path) -> None:
     fd, data = _file(tmp_path, 2 << 20)
-    a, b = socket.socketpair()
-    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
-    a.setblocking(False)
-    b.setblocking(False)
+    a, b = small_buffer_pair()
 
     async def go() -> None:
         loop = asyncio.get_running_loop()
@@ -104,9 +102,7 @@ def test_writer_unregistered_after_pumped_slice_and_after_cancel(tmp_path: Path)
 
 def test_peer_reset_during_pump_raises(tmp_path: Path) -> None:
     fd, data = _file(tmp_path, 2 << 20)
-    a, b = socket.socketpair()
-    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
-    a.setblocking(False)
+    a, b = small_buffer_pair(reader_blocking=True)
 
     async def go() -> None:
         loop = asyncio.get_running_loop()

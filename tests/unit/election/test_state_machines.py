@@ -32,15 +32,6 @@ from kafkad.election.state_machines import (
         (P.ONLINE, P.NEW, False),
         (P.ONLINE, P.NON_EXISTENT, False),
         (P.NON_EXISTENT, P.ONLINE, False),
-    ],
-)
-def test_partition_transitions(old: P, new: P, ok: bool) -> None:
-    assert partition_transition_ok(old, new) is ok
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "ok"),
-    [
         (R.NON_EXISTENT, R.NEW, True),
         (R.NEW, R.ONLINE, True),
         (R.ONLINE, R.OFFLINE, True),
@@ -51,8 +42,11 @@ def test_partition_transitions(old: P, new: P, ok: bool) -> None:
         (R.NON_EXISTENT, R.ONLINE, False),
     ],
 )
-def test_replica_transitions(old: R, new: R, ok: bool) -> None:
-    assert replica_transition_ok(old, new) is ok
+def test_transitions(old: P | R, new: P | R, ok: bool) -> None:
+    if isinstance(old, P):
+        assert isinstance(new, P) and partition_transition_ok(old, new) is ok
+    else:
+        assert isinstance(new, R) and replica_transition_ok(old, new) is ok
 
 
 def test_offline_election_prefers_assignment_order_within_isr() -> None:

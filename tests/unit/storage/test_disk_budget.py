@@ -3,7 +3,14 @@ from __future__ import annotations
 import pytest
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
-from kafkad.storage.disk_budget import BudgetState, DiskUsage, SegmentCandidate, plan_budget, statvfs_usage
+from kafkad.storage.disk_budget import (
+    BudgetPlan,
+    BudgetState,
+    DiskUsage,
+    SegmentCandidate,
+    plan_budget,
+    statvfs_usage,
+)
 
 MB = 1 << 20
 
@@ -48,26 +55,23 @@ def test_oldest_across_partitions_and_prefix_order() -> None:
 def test_prefers_shipped_then_last_resort_unshipped() -> None:
     cands = [seg("a", 0, 0, 100), seg("a", 0, 10, 150), seg("b", 0, 0, 300)]
     unshipped = {("a", 0, 0)}
-    plan = plan_budget(
-        used_bytes_by_dir={"/d1": 10 * MB},
-        usage_by_dir={},
-        max_bytes=9 * MB,
-        min_free_percent=0,
-        candidates=cands,
-        is_shipped=lambda t, p, b: (t, p, b) not in unshipped,
-    )
-    assert [(c.topic, c.base_offset) for c in plan.deletions] == [("b", 0)]
-    assert plan.unshipped == ()
-    plan = plan_budget(
-        used_bytes_by_dir={"/d1": 10 * MB},
-        usage_by_dir={},
-        max_bytes=8 * MB,
-        min_free_percent=0,
-        candidates=cands,
-        is_shipped=lambda t, p, b: (t, p, b) not in unshipped,
-    )
-    assert [(c.topic, c.base_offset) for c in plan.deletions] == [("b", 0), ("a", 0)]
-    assert [(c.topic, c.base_offset) for c in plan.unshipped] == [("a", 0)]
+
+    def plan(max_bytes: int) -> BudgetPlan:
+        return plan_budget(
+            used_bytes_by_dir={"/d1": 10 * MB},
+            usage_by_dir={},
+            max_bytes=max_bytes,
+            min_free_percent=0,
+            candidates=cands,
+            is_shipped=lambda t, p, b: (t, p, b) not in unshipped,
+        )
+
+    got = plan(9 * MB)
+    assert [(c.topic, c.base_offset) for c in got.deletions] == [("b", 0)]
+    assert got.unshipped == ()
+    got = plan(8 * MB)
+    assert [(c.topic, c.base_offset) for c in got.deletions] == [("b", 0), ("a", 0)]
+    assert [(c.topic, c.base_offset) for c in got.unshipped] == [("a", 0)]
 
 
 def test_min_free_percent_per_filesystem_and_shortfall() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,6 @@ from kafkad.storage.log_dir_layout import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CH
 from kafkad.storage.log_manager import LogManager
 from kafkad.storage.log_offline import LogIOError
 from tests.unit.storage.log_manager_support import RecordingOpener, batch, make
-
-
-@pytest.fixture
-def immutable() -> Iterator[list[Path]]:
-    """Files to `chattr +i`; made mutable again at teardown (or the tmp dir cannot be removed)."""
-    paths: list[Path] = []
-    yield paths
-    for p in paths:
-        subprocess.run(["chattr", "-i", str(p)], check=False)
 
 
 def chattr_i(paths: list[Path], path: Path) -> None:

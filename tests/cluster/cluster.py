@@ -12,7 +12,7 @@ replication's code for its own correctness.
 
 Faults: kill9(id), sigterm(id) (Kafka's clean shutdown; returns the exit code), sigstop(id) / sigcont(id),
 restart(id). Waiting: wait_until(cond, timeout, what) returns the first truthy value of cond() or fails with
-`what` and every broker's log tail; wait_controller / wait_leader build on it.
+`what` and every broker's log tail; wait_controller / wait_leader / wait_isr build on it.
 """
 
 from __future__ import annotations
@@ -324,6 +324,18 @@ class KafkadCluster:
             return s if s is not None and s.leader >= 0 and s.leader not in exclude else None
 
         return self.wait_until(ok, timeout_s, f"a leader of {topic}-{partition} (not {list(exclude)})")
+
+    def wait_isr(
+        self, topic: str, partition: int, size: int | None = None, timeout_s: float = 60.0, what: str = ""
+    ) -> PartitionState:
+        """The partition's state once it has a leader and an ISR of `size` replicas (default: all brokers)."""
+        want = len(self.brokers) if size is None else size
+
+        def ok() -> PartitionState | None:
+            s = self.zk.partition_state(topic, partition)
+            return s if s is not None and s.leader >= 0 and len(s.isr) == want else None
+
+        return self.wait_until(ok, timeout_s, what or f"an ISR of {want} for {topic}-{partition}")
 
     def describe(self) -> str:
         parts = []

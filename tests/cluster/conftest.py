@@ -28,6 +28,12 @@ def zk_ensemble(tmp_path: Path) -> Iterator[ZooKeeperEnsemble]:
         yield ens
 
 
+@pytest.fixture(params=["zk_server", "zk_ensemble"])
+def zk_any(request: pytest.FixtureRequest) -> Any:
+    """A standalone ZooKeeper or a 3-node ensemble; set up before (so torn down after) the cluster."""
+    return request.getfixturevalue(request.param)
+
+
 @pytest.fixture()
 def kafkad_cluster(tmp_path: Path) -> Iterator[Callable[..., KafkadCluster]]:
     """make(zk_connect, size=3, **kwargs) -> a started KafkadCluster (own chroot); all stopped at teardown."""

@@ -202,8 +202,8 @@ def test_reassign_partitions_moves_replicas_and_data(
     deadline = time.monotonic() + 30
     while len(got) < 200 and time.monotonic() < deadline:
         m = cons.poll(0.5)
-        if m is not None and m.error() is None:
-            got.add(m.value())
+        if m is not None and m.error() is None and (v := m.value()) is not None:
+            got.add(v)
     cons.close()
     assert got == {f"v{i}".encode() for i in range(200)}
 
@@ -299,13 +299,11 @@ def test_partitions_configs_deletion_and_auto_rebalance(
     assert c.zk.client.get_children("/admin/delete_topics") == []
     assert c.zk.client.exists("/config/topics/ops") is None
     for b in c.ids:
-        c.wait_until(
-            lambda b=b: (
-                not any(
-                    d.name.startswith("ops-") and not d.name.endswith("-delete")
-                    for d in c.broker(b).data_dir.iterdir()
-                )
-            ),
-            30,
-            f"ops removed from broker {b}",
-        )
+
+        def removed(b: int = b) -> bool:
+            return not any(
+                d.name.startswith("ops-") and not d.name.endswith("-delete")
+                for d in c.broker(b).data_dir.iterdir()
+            )
+
+        c.wait_until(removed, 30, f"ops removed from broker {b}")

@@ -1,8 +1,11 @@
 """ISR replication with a real ZooKeeper, the real controller and three real kafkad processes (issue 11).
 
-RF 3, min.insync.replicas=2, an idempotent confluent-kafka producer with acks=all writing while the leader is
-killed (-9) or stopped (SIGTERM) and brought back, three times: every acknowledged record is read back exactly once, and the three replicas'
-logs are byte-identical once the restarted broker is back in the ISR. With two of three replicas down,
+RF 3, min.insync.replicas=2, an idempotent confluent-kafka producer with acks=all writing continuously while the
+leader goes through a clean bounce (SIGTERM, start at once), a hard bounce (kill -9, start at once), a clean
+shutdown and a hard shutdown (down while the new leader acknowledges writes, then started), each twice: every
+acknowledged record is read back exactly once, and the three replicas' logs are byte-identical
+(kafkad-replica-verification agrees). A consumer group's committed offsets survive the kill -9 of its
+coordinator. With two of three replicas down,
 acks=all answers NOT_ENOUGH_REPLICAS while acks=1 still works.
 """
 
@@ -21,7 +24,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kafkad.protocol import ApiKey
 from tests.cluster.cluster import KafkadCluster
-from tests.cluster.test_election import create_topic, request
+from tests.cluster.test_election import create_topic, fetch_body, request
 from tests.cluster.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(180)]
@@ -60,11 +63,14 @@ def read_all(bootstrap: str, topic: str, partition: int, end: int) -> list[bytes
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+            err = msg.error()
+            if err is not None:
+                assert err.code() == KafkaError._PARTITION_EOF, err
                 continue
-            offset = msg.offset()
-            out.append(bytes(msg.value()))
+            at, value = msg.offset(), msg.value()
+            assert at is not None and value is not None
+            offset = at
+            out.append(value)
         assert offset == end - 1, f"read up to {offset}, expected {end - 1}"
         return out
     finally:
@@ -96,6 +102,14 @@ def acks_all_producer(
     return producer, delivered
 
 
+# Issue 11's four faults of the leader, each twice: a bounce starts the broker again at once, a shutdown
+# keeps it down until the producer has been acknowledged by the new leader for a while, then starts it.
+FAULTS = [
+    (kind, hard) for _ in range(2) for kind, hard in (("bounce", False), ("bounce", True), ("shutdown", False),
+                                                       ("shutdown", True))
+]  # fmt: skip
+
+
 def test_acks_all_survives_leader_bounces_exactly_once_and_replicas_match(
     zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
 ) -> None:
@@ -103,9 +117,7 @@ def test_acks_all_survives_leader_bounces_exactly_once_and_replicas_match(
     c.wait_registered([1, 2, 3], timeout_s=30)
     c.wait_controller(timeout_s=30)
     assert create_topic(c.bootstrap.split(",")[0], TOPIC, 1, 3)["error_code"] == 0
-    c.wait_until(
-        lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s, 30, "full ISR"
-    )
+    c.wait_isr(TOPIC, 0, timeout_s=30)
     acked: list[bytes] = []
     errors: list[str] = []
     producer, delivered = acks_all_producer(c.bootstrap, acked, errors)
@@ -114,42 +126,50 @@ def test_acks_all_survives_leader_bounces_exactly_once_and_replicas_match(
     def produce_forever() -> None:
         i = 0
         while not stop.is_set():
-            producer.produce(TOPIC, value=b"v%08d" % i, partition=0, on_delivery=delivered)
+            try:
+                producer.produce(TOPIC, value=b"v%08d" % i, partition=0, on_delivery=delivered)
+            except BufferError:  # the queue is full while no leader answers: wait for delivery reports
+                producer.poll(0.1)
+                continue
             i += 1
             producer.poll(0)
             if i % 100 == 0:
                 time.sleep(0.01)
         producer.flush(60)
 
+    def acks_after(n: int, what: str) -> None:
+        c.wait_until(lambda: len(acked) > n + 300 or None, 60, what)
+
     writer = threading.Thread(target=produce_forever, daemon=True)
     writer.start()
+    done: list[str] = []
     try:
-        c.wait_until(lambda: len(acked) > 500 or None, 30, "first acks")
-        for bounce in ("kill -9", "SIGTERM", "kill -9"):
-            leader = c.wait_leader(TOPIC, 0, timeout_s=30).leader
+        acks_after(200, "first acks")
+        for kind, hard in FAULTS:
+            what = f"{'hard' if hard else 'clean'} {kind}"
+            leader = c.wait_isr(TOPIC, 0, what=f"full ISR before the {what}").leader
             before = len(acked)
-            if bounce == "kill -9":
-                c.kill9(leader)  # hard bounce
+            if hard:
+                c.kill9(leader)
             else:
-                c.sigterm(leader)  # clean bounce: controlled shutdown moves the leadership first
-            new = c.wait_leader(TOPIC, 0, timeout_s=30, exclude=[leader])
-            assert new.leader != leader
-            c.wait_until(
-                lambda n=before: len(acked) > n + 300 or None,  # type: ignore[misc]
-                60,
-                f"acks after the leader's {bounce}",
-            )
-            c.broker(leader).start()
-            c.wait_until(
-                lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s,
-                60,
-                f"broker {leader} back in the ISR",
-            )
+                assert c.sigterm(leader) == 0  # controlled shutdown moves the leadership first
+            if kind == "bounce":
+                c.broker(leader).start()  # at once (after kill -9: registers once its old session expired)
+                c.wait_registered([leader], timeout_s=60)
+            else:
+                # down while the producer goes on: a new leader, acknowledged writes without this broker
+                c.wait_leader(TOPIC, 0, timeout_s=60, exclude=[leader])
+                acks_after(len(acked), f"acks while the leader is down after its {what}")
+                c.broker(leader).start()
+            acks_after(before, f"acks after the leader's {what}")
+            c.wait_isr(TOPIC, 0, what=f"broker {leader} back in the ISR after its {what}")
+            done.append(f"{what} of {leader}")
     finally:
         stop.set()
         writer.join(90)
     assert not writer.is_alive()
-    assert not errors, errors[:5]
+    assert len(done) == 8 and not errors, (done, errors[:5])
+    print(f"{len(acked)} acknowledged through: {done}")
     values = read_all(c.bootstrap, TOPIC, 0, _end_offset(c))
     seen: dict[bytes, int] = {}
     for v in values:
@@ -187,9 +207,7 @@ def test_two_of_three_down_acks_all_refused_acks_1_works(
     c.wait_registered([1, 2, 3], timeout_s=30)
     c.wait_controller(timeout_s=30)
     assert create_topic(c.bootstrap.split(",")[0], TOPIC, 1, 3)["error_code"] == 0
-    state = c.wait_until(
-        lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s, 30, "full ISR"
-    )
+    state = c.wait_isr(TOPIC, 0, timeout_s=30)
     survivor = state.leader
     for b in c.ids:
         if b != survivor:
@@ -206,7 +224,10 @@ def test_two_of_three_down_acks_all_refused_acks_1_works(
         )
         result: list[str | None] = []
         p.produce(
-            TOPIC, value=b"x", partition=0, on_delivery=lambda err, _m: result.append(err and err.name())
+            TOPIC,
+            value=b"x",
+            partition=0,
+            on_delivery=lambda err, _m: result.append(None if err is None else err.name()),
         )
         p.flush(20)
         return result[0] if result else "no delivery report"
@@ -235,9 +256,7 @@ def test_group_coordinator_follows_offsets_leadership(
     c.wait_registered([1, 2, 3], timeout_s=30)
     c.wait_controller(timeout_s=30)
     assert create_topic(c.bootstrap.split(",")[0], TOPIC, 1, 3)["error_code"] == 0
-    c.wait_until(
-        lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s, 30, "full ISR"
-    )
+    c.wait_isr(TOPIC, 0, timeout_s=30)
     p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
     for i in range(100):
         p.produce(TOPIC, value=b"m%03d" % i, partition=0)
@@ -259,8 +278,8 @@ def test_group_coordinator_follows_offsets_leadership(
             deadline = time.monotonic() + 60
             while len(got) < n and time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
-                if msg is not None and not msg.error():
-                    got.append(msg.offset())
+                if msg is not None and not msg.error() and (o := msg.offset()) is not None:
+                    got.append(o)
             if commit and got:
                 consumer.commit(offsets=[TopicPartition(TOPIC, 0, got[-1] + 1)], asynchronous=False)
             return got
@@ -275,11 +294,7 @@ def test_group_coordinator_follows_offsets_leadership(
     from kafkad.daemon.groups.records import partition_for
 
     gp = partition_for("g1", 3)
-    c.wait_until(
-        lambda: (s := c.partition_state("__consumer_offsets", gp)) is not None and len(s.isr) == 3 and s,
-        30,
-        "offsets partition ISR",
-    )
+    c.wait_isr("__consumer_offsets", gp, timeout_s=30)
     coordinator = c.wait_leader("__consumer_offsets", gp, timeout_s=30).leader
     c.kill9(coordinator)
     c.wait_leader("__consumer_offsets", gp, timeout_s=30, exclude=[coordinator])
@@ -300,9 +315,7 @@ def test_rack_aware_reads_go_to_the_in_sync_replica_in_the_consumers_rack(
     c.wait_registered([1, 2, 3], timeout_s=30)
     c.wait_controller(timeout_s=30)
     assert create_topic(c.bootstrap.split(",")[0], TOPIC, 1, 3)["error_code"] == 0
-    state = c.wait_until(
-        lambda: (s := c.partition_state(TOPIC, 0)) is not None and len(s.isr) == 3 and s, 30, "full ISR"
-    )
+    state = c.wait_isr(TOPIC, 0, timeout_s=30)
     p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
     for i in range(200):
         p.produce(TOPIC, value=b"r%03d" % i, partition=0)
@@ -310,18 +323,7 @@ def test_rack_aware_reads_go_to_the_in_sync_replica_in_the_consumers_rack(
     follower = next(b for b in c.ids if b != state.leader)
 
     def fetch(bid: int, rack: str) -> dict[str, Any]:
-        body = {
-            "replica_id": -1,
-            "max_wait_ms": 0,
-            "min_bytes": 0,
-            "rack_id": rack,
-            "topics": [
-                {
-                    "topic": TOPIC,
-                    "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
-                }
-            ],
-        }
+        body = fetch_body(TOPIC, 0, 0, 1 << 20, rack_id=rack)
         return request(c.broker(bid).bootstrap, ApiKey.FETCH, 11, body)["responses"][0]["partitions"][0]  # type: ignore[no-any-return]
 
     # the leader points a consumer of the follower's rack there, and serves its own rack itself
@@ -345,8 +347,8 @@ def test_rack_aware_reads_go_to_the_in_sync_replica_in_the_consumers_rack(
         deadline = time.monotonic() + 30
         while len(got) < 200 and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
-            if msg is not None and not msg.error():
-                got.append(bytes(msg.value()))
+            if msg is not None and not msg.error() and (v := msg.value()) is not None:
+                got.append(v)
         assert got == [b"r%03d" % i for i in range(200)]
     finally:
         consumer.close()

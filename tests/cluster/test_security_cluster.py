@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from tests.cluster.cluster import KafkadCluster, wait_until
 from tests.cluster.zookeeper import ZooKeeperServer
@@ -59,7 +59,7 @@ def test_credentials_and_acls_shared_through_zookeeper(
     assert node["version"] == 1 and node["config"]["SCRAM-SHA-256"].startswith("salt=")
     assert "iterations=4096" in node["config"]["SCRAM-SHA-256"] and "bob-secret" not in json.dumps(node)
 
-    bob2 = {
+    bob2: dict[str, str | int | float | bool] = {
         "bootstrap.servers": f"127.0.0.1:{sasl[2]}",
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "SCRAM-SHA-256",
@@ -86,7 +86,7 @@ def test_credentials_and_acls_shared_through_zookeeper(
     from kafkad.tools.client import KafkaClient
     from kafkad.tools.client_security import ClientSecurity
 
-    sec = ClientSecurity.from_properties({k: v for k, v in bob2.items() if k != "bootstrap.servers"})
+    sec = ClientSecurity.from_properties({k: str(v) for k, v in bob2.items() if k != "bootstrap.servers"})
     with KafkaClient(f"127.0.0.1:{sasl[2]}", security=sec) as client:
         produce = {"transactional_id": None, "acks": 1, "timeout_ms": 1000,
                    "topic_data": [{"name": "orders", "partition_data": [{"index": 0, "records": b""}]}]}  # fmt: skip
@@ -140,11 +140,7 @@ def test_replication_over_sasl_ssl(
         assert reg["listener_security_protocol_map"] == {"SASL_SSL": "SASL_SSL", "PLAINTEXT": "PLAINTEXT"}
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
     admin.create_topics([NewTopic("replicated", 1, 2)])["replicated"].result(60)
-    state = c.wait_until(
-        lambda: (st := c.zk.partition_state("replicated", 0)) is not None and len(st.isr) == 2 and st,
-        60,
-        "ISR of 2",
-    )
+    state = c.wait_isr("replicated", 0, size=2)
     errors: list[object] = []
     p = Producer({"bootstrap.servers": c.broker(state.leader).bootstrap, "acks": "all"})
     for i in range(20):

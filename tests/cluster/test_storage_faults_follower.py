@@ -24,6 +24,7 @@ from kafkad.protocol import ApiKey, ErrorCode
 from kafkad.replication.broker_channel import BrokerChannel
 from kafkad.storage.records import SimpleRecord, build_batch
 from tests.cluster.cluster import KafkadCluster
+from tests.cluster.test_election import fetch_body
 from tests.cluster.test_replication_wire import CONTROLLER, EPOCH, ZERO_ID, lai_errors, live, until
 from tests.cluster.zookeeper import ZooKeeperServer
 from tests.integration.broker_process import BrokerProcess
@@ -120,17 +121,7 @@ async def produce(ch: BrokerChannel, partition: int, n: int, acks: int) -> None:
 
 
 async def fetch_error(ch: BrokerChannel, partition: int) -> int:
-    body = {
-        "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 0,
-        "topics": [
-            {
-                "topic": TOPIC,
-                "partitions": [{"partition": partition, "fetch_offset": 0, "partition_max_bytes": 1024}],
-            }
-        ],
-    }
+    body = fetch_body(TOPIC, partition, 0, 1024)
     # v10: from v11 (KIP-392) a follower serves consumers, so only an older Fetch tells roles apart
     resp = await ch.request(ApiKey.FETCH, 10, body)
     return int(resp["responses"][0]["partitions"][0]["error_code"])

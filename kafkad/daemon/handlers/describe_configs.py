@@ -1,5 +1,6 @@
-"""DescribeConfigs (32) v1-2: topic (overrides + broker defaults, with their source), broker (the table,
-dynamic values with their dynamic source) and the broker default entity (its dynamic keys only)."""
+"""DescribeConfigs (32) v1-2: topic (overrides + broker defaults, with their source; in cluster mode the
+overrides come from ZooKeeper, so every broker answers alike), broker (the table, dynamic values with their
+dynamic source) and the broker default entity (its dynamic keys only)."""
 
 from __future__ import annotations
 
@@ -33,11 +34,23 @@ def _entry(
     }
 
 
-def _topic_configs(broker: Broker, topic: str, synonyms: bool) -> list[dict[str, Any]]:
-    if not broker.replicas.has_topic(topic):
+async def _topic_overrides(broker: Broker, topic: str) -> dict[str, str]:
+    """The topic's overrides: ZooKeeper's /config/topics/<topic> in cluster mode (the cluster's answer, on
+    any broker, hosting a replica or not, as Kafka's ConfigHelper reads them), the stored ones standalone."""
+    cluster = broker.services.get("cluster")
+    if cluster is not None:
+        if not await cluster.topic_exists(topic):
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist")
+        configs: dict[str, str] = await cluster.read_topic_configs(topic)
+    elif broker.replicas.has_topic(topic):
+        configs = broker.log_manager.topic_overrides(topic)
+    else:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist")
+    return configs
+
+
+def _topic_configs(broker: Broker, overrides: dict[str, str], synonyms: bool) -> list[dict[str, Any]]:
     lm = broker.log_manager
-    overrides: dict[str, str] = lm.topic_overrides(topic)
     config = lm.default_log_config.with_overrides(overrides) if overrides else lm.default_log_config
     rows = []
     for key, value, _ in config.describe():
@@ -92,7 +105,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         }
         try:
             if rtype == TOPIC:
-                rows = _topic_configs(broker, rname, synonyms)
+                rows = _topic_configs(broker, await _topic_overrides(broker, rname), synonyms)
             elif rtype == BROKER:
                 if rname not in ("", str(broker.broker_id)):
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"broker {rname} is not this broker")

@@ -67,6 +67,19 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+# Keys read besides the table's rows, documented after their group's table.
+_GROUP_NOTES = {
+    "security": (
+        "Per-listener keys, as Kafka's `listener.name.<listener>.<key>` (listener name in lower case) win over the"
+        " key above for that listener: `listener.name.<listener>.ssl.*` (any `ssl.*` key of this table;"
+        " `listener.name.metrics.ssl.*` for `https://` metrics listeners),"
+        " `listener.name.<listener>.sasl.enabled.mechanisms` and"
+        " `listener.name.<listener>.<mechanism>.sasl.jaas.config` (mechanism `plain`, `scram-sha-256` or"
+        " `scram-sha-512`). Any other `listener.name.*`, `ssl.*` or `sasl.*` key stops the start."
+    ),
+}
+
+
 def render_markdown() -> str:
     """The README's configuration reference, grouped like the table."""
     titles = {
@@ -102,4 +115,6 @@ def render_markdown() -> str:
             lines.append(
                 f"| `{k.name}` | {k.type.value} | {_md(shown)} | {k.importance.value} | {_md(k.doc)} |"
             )
+        if group in _GROUP_NOTES:
+            lines += ["", _GROUP_NOTES[group]]
     return "\n".join(lines) + "\n"

@@ -13,8 +13,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from kafkad.daemon.config_defs import ConfigValue
+if TYPE_CHECKING:  # a type only: at run time security.settings imports nothing of the daemon's
+    from kafkad.daemon.config_defs import ConfigValue
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -1,0 +1,109 @@
+"""The import arrows between kafkad's layers, as ../shared/ARCHITECTURE.md and docs/interfaces.md state them.
+
+Every `import kafkad.x` / `from kafkad.x import ...` that runs (at module level or inside a function; not under
+`if TYPE_CHECKING:`) is an arrow from the importing layer to layer x. An arrow the table below does not allow
+fails with the file and line, so a new upward import is seen when it is written, not when it makes a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2] / "kafkad"
+
+# Shared leaf modules anyone may import (docs/interfaces.md).
+SHARED = {"kafkad", "kafkad.clock", "kafkad.protocol.errors"}  # "kafkad": its __version__
+
+# security's modules that import nothing of ours at run time: replication and tools may use these only.
+SECURITY_LEAVES = {f"kafkad.security.{m}" for m in ("acl", "scram", "settings", "tls", "inter_broker")}
+
+# layer -> the layers (or single modules) it may import.
+ALLOWED: dict[str, set[str]] = {
+    "protocol": set(),
+    "storage": {"protocol"},
+    "replication": {"protocol", "storage", *SECURITY_LEAVES},
+    "election": {"protocol", "replication"},
+    "security": {"protocol", "storage", "election", "kafkad.daemon.dispatcher", "kafkad.daemon.handlers"},
+    "daemon": {"protocol", "storage", "replication", "election", "security", "spark_bridge"},
+    # ARCHITECTURE.md: storage (format decode); ZooKeeper positions in cluster mode use the election's client
+    "spark_bridge": {"protocol", "storage", "kafkad.election.zk_client"},
+    # ARCHITECTURE.md: protocol, storage; plus the properties parser (--command-config), replica placement
+    # (kafkad-reassign-partitions, docs/interfaces.md) and security's leaves (ACL and SCRAM vocabularies)
+    "tools": {
+        "protocol",
+        "storage",
+        "kafkad.daemon.properties",
+        "kafkad.election.assignment",
+        *SECURITY_LEAVES,
+    },
+}
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def _submodule(package: str, name: str) -> str:
+    """`from package import name`: the module `package.name` when it is one, else `package`."""
+    base = ROOT.parent.joinpath(*package.split("."), name)
+    return f"{package}.{name}" if base.with_suffix(".py").is_file() or base.is_dir() else package
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every run-time import of a kafkad module in `path`."""
+    tree = ast.parse(path.read_text(), str(path))
+    skip = _type_checking_nodes(tree)
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.startswith("kafkad.")]
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").split(".")[0] == "kafkad"
+        ):
+            out += [(node.lineno, _submodule(node.module or "", a.name)) for a in node.names]
+    return out
+
+
+def _allowed(layer: str, module: str) -> bool:
+    if module in SHARED:
+        return True
+    target = module.split(".")[1]
+    if target == layer:
+        return True
+    rules = ALLOWED[layer]
+    return target in rules or any(module == r or module.startswith(r + ".") for r in rules)
+
+
+def test_imports_point_down() -> None:
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if len(rel.parts) < 2:  # kafkad/__init__.py, kafkad/clock.py: shared leaves
+            continue
+        layer = rel.parts[0]
+        assert layer in ALLOWED, f"kafkad/{layer}: a new layer; add its arrows here and to docs/interfaces.md"
+        bad += [
+            f"kafkad/{rel}:{line}: {layer} -> {mod}"
+            for line, mod in _imports(path)
+            if not _allowed(layer, mod)
+        ]
+    assert not bad, "imports against the layer table (docs/interfaces.md):\n" + "\n".join(bad)
+
+
+def test_security_leaves_import_nothing_of_ours() -> None:
+    """replication and tools rely on it: importing a leaf must not pull in the daemon (or a cycle)."""
+    for name in sorted(SECURITY_LEAVES):
+        path = ROOT / "security" / f"{name.rsplit('.', 1)[1]}.py"
+        others = [m for _, m in _imports(path) if not m.startswith("kafkad.security.") and m not in SHARED]
+        assert others == [], f"{path}: {others}"
+        inner = [m for _, m in _imports(path) if m.startswith("kafkad.security.")]
+        assert set(inner) <= SECURITY_LEAVES, f"{path} imports a non-leaf security module: {inner}"

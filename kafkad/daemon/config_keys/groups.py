@@ -22,7 +22,7 @@ GROUP_KEYS: tuple[ConfigKey, ...] = (
         "offsets.topic.replication.factor",
         INT,
         1,
-        "Replication factor of __consumer_offsets.",
+        "Replication factor of __consumer_offsets (Kafka's default is 3; kafkad's 1 lets a lone broker start).",
         H,
         at_least(1),
         group="group",

@@ -179,7 +179,7 @@ SECURITY_KEYS: tuple[ConfigKey, ...] = (
         "sasl.mechanism.inter.broker.protocol",
         STR,
         "PLAIN",
-        "SASL mechanism brokers authenticate to each other with.",
+        "SASL mechanism brokers authenticate to each other with (Kafka's default GSSAPI is not supported).",
         M,
         one_of(*SASL_MECHANISMS),
         group="security",

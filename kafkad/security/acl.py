@@ -66,6 +66,18 @@ WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
 CLUSTER_NAME = "kafka-cluster"
 
+# Kafka's AclEntry.supportedOperations for the resources whose authorized-operations bitfield Metadata,
+# DescribeCluster and DescribeGroups report, in Kafka's order.
+TOPIC_OPERATIONS = (
+    Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE, Operation.DELETE, Operation.ALTER,
+    Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS,
+)  # fmt: skip
+GROUP_OPERATIONS = (Operation.READ, Operation.DESCRIBE, Operation.DELETE)
+CLUSTER_OPERATIONS = (
+    Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS,
+    Operation.IDEMPOTENT_WRITE, Operation.ALTER, Operation.DESCRIBE,
+)  # fmt: skip
+
 _IMPLIES: dict[Operation, frozenset[Operation]] = {
     Operation.DESCRIBE: frozenset(
         {Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER}

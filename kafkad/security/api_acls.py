@@ -23,7 +23,14 @@ from typing import Any
 
 from kafkad.daemon.handlers import Handler, HandlerRegistry, HandlerSpec, RequestContext
 from kafkad.protocol import ErrorCode, KafkaError, Request
-from kafkad.security.acl import CLUSTER_NAME, Operation, ResourceType
+from kafkad.security.acl import (
+    CLUSTER_NAME,
+    CLUSTER_OPERATIONS,
+    GROUP_OPERATIONS,
+    TOPIC_OPERATIONS,
+    Operation,
+    ResourceType,
+)
 from kafkad.security.authz import allowed, host, principal, require_cluster, require_group
 
 Body = Mapping[str, Any]
@@ -188,19 +195,6 @@ def _wrap_cluster(op: Operation) -> Callable[[Handler], Handler]:
     return wrap
 
 
-_CLUSTER_OPS = (
-    Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS,
-    Operation.IDEMPOTENT_WRITE, Operation.ALTER, Operation.DESCRIBE,
-)  # fmt: skip
-
-
-_TOPIC_OPS = (
-    Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE, Operation.DELETE, Operation.ALTER,
-    Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS,
-)  # fmt: skip
-_GROUP_OPS = (Operation.READ, Operation.DESCRIBE, Operation.DELETE)
-
-
 def _ops(ctx: RequestContext, ops: tuple[Operation, ...], rtype: ResourceType, name: str) -> int:
     """Kafka's authorized-operations bitfield: the operations of `ops` this principal may perform."""
     return sum(1 << op for op in ops if allowed(ctx, op, rtype, name))
@@ -215,7 +209,7 @@ def _wrap_describe_cluster(fn: Handler) -> Handler:
         if resp is None or not request.body.get("include_cluster_authorized_operations"):
             return resp
         out = dict(resp)
-        out["cluster_authorized_operations"] = _ops(ctx, _CLUSTER_OPS, _C, CLUSTER_NAME)
+        out["cluster_authorized_operations"] = _ops(ctx, CLUSTER_OPERATIONS, _C, CLUSTER_NAME)
         return out
 
     return h
@@ -283,7 +277,7 @@ def _wrap_describe_groups(fn: Handler) -> Handler:
         if resp is not None and request.body.get("include_authorized_operations"):
             resp = dict(resp)
             resp["groups"] = [
-                {**g, "authorized_operations": _ops(ctx, _GROUP_OPS, _G, g["group_id"])}
+                {**g, "authorized_operations": _ops(ctx, GROUP_OPERATIONS, _G, g["group_id"])}
                 for g in resp.get("groups") or ()
             ]
         return _extend(
@@ -426,13 +420,13 @@ def _metadata_ops(ctx: RequestContext, request: Request, resp: Body | None) -> B
     out = dict(resp)
     if topics:
         out["topics"] = [
-            {**t, "topic_authorized_operations": _ops(ctx, _TOPIC_OPS, _T, t["name"])}
+            {**t, "topic_authorized_operations": _ops(ctx, TOPIC_OPERATIONS, _T, t["name"])}
             if not t["error_code"]
             else t
             for t in resp.get("topics") or ()
         ]
     if cluster:
-        out["cluster_authorized_operations"] = _ops(ctx, _CLUSTER_OPS, _C, CLUSTER_NAME)
+        out["cluster_authorized_operations"] = _ops(ctx, CLUSTER_OPERATIONS, _C, CLUSTER_NAME)
     return out
 
 

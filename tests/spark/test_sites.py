@@ -14,7 +14,7 @@ from kafkad.spark_bridge.arrow_decode import decode_segment
 from kafkad.spark_bridge.ingest import read_ledger, run_ingest
 from kafkad.spark_bridge.ledger import LEDGER_FILE
 from kafkad.spark_bridge.manifest import build_manifest
-from kafkad.spark_bridge.position import LEGACY_CHECKPOINT_FILE, POSITIONS_FILE
+from kafkad.spark_bridge.position import LEGACY_CHECKPOINT_FILE, POSITIONS_FILE, LocalPositionStore
 from tests.spark.helpers import counts, expected_rows, make_shipper, parquet_rows, write_logs
 
 pytestmark = pytest.mark.spark
@@ -55,7 +55,7 @@ def _old_ship_and_ingest(logs: Path, landing: Path, output: Path) -> int:
         basename_template="part-old-{i}.parquet",
         existing_data_behavior="overwrite_or_ignore",
     )
-    return table.num_rows
+    return int(table.num_rows)
 
 
 def test_landing_and_output_from_before_sites_keep_working(tmp_path: Path, spark: Any) -> None:
@@ -91,7 +91,7 @@ def test_overlapping_objects_of_two_sites_give_each_record_once(tmp_path: Path, 
     other = tmp_path / "a2"
     other.mkdir()
     shipper = make_shipper(logs_a, landing, site="a", cluster_id="ca")
-    shipper._positions = type(shipper._positions).in_dir(other)
+    shipper._positions = LocalPositionStore.in_dir(other)
     shipper._positions.advance("orders", 1, 100)  # batches 0-59, 60, 61-120, ...
     tails = [r for r in shipper.run_once() if r.copied]
     assert [(r.segment.topic, r.manifest.base_offset if r.manifest else -1) for r in tails] == [

@@ -3,9 +3,9 @@ that times when partitions become writable, and helpers to put leadership back w
 
 How it works: `cluster_env` starts Debian's ZooKeeper and a KafkadCluster under the bench work dir and stops
 both afterwards. `probe_writable` is a raw Kafka-wire client (kafkad.replication.BrokerChannel): every 10 ms it
-asks a live broker for Metadata (what clients see) and sends one acks=1 Produce of one record to each
-partition still pending, to the leader that Metadata names; the first success of a partition is its
-"writable again" time. `zk_gone_watch` arms a ZooKeeper watch on /brokers/ids/<id>, so the moment ZooKeeper
+asks a live broker for Metadata (what clients see) and sends one acks=all Produce of one record to each
+partition still pending, to the leader that Metadata names; the first acknowledgement of a partition is its
+"writable again" time (the moment a producer sees its acks again). `zk_gone_watch` arms a ZooKeeper watch on /brokers/ids/<id>, so the moment ZooKeeper
 expires a killed broker's session is measured in the same run (the floor of any kill -9 failover).
 """
 
@@ -187,8 +187,8 @@ async def _probe(
 async def _produce(ch: BrokerChannel, topic: str, partitions: list[int], batch: bytes) -> list[int]:
     body = {
         "transactional_id": None,
-        "acks": 1,
-        "timeout_ms": 5000,
+        "acks": -1,  # what an appliance's producers use: writable means the new ISR acknowledges
+        "timeout_ms": 1500,  # answered (REQUEST_TIMED_OUT) before the channel's 2 s request timeout
         "topic_data": [
             {"name": topic, "partition_data": [{"index": p, "records": batch} for p in partitions]}
         ],

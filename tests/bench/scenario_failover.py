@@ -4,8 +4,8 @@
    standalone kafkad started in the same run.
 2. Leader failover: topics whose every partition prefers one broker (10 partitions led by broker A, 1,000 led
    by broker B, neither the controller). Per run: kill -9 (then SIGTERM, Kafka's controlled shutdown) of the
-   leader; `cluster_env.probe_writable` times each partition until a Produce to the leader that Metadata
-   names succeeds; the figure is the time until ALL of them are writable. Baselines of the same run: for
+   leader; `cluster_env.probe_writable` times each partition until an acks=all Produce to the leader that
+   Metadata names is acknowledged; the figure is the time until ALL of them are writable. Baselines of the same run: for
    kill -9 the moment ZooKeeper expires the dead broker's session (no failover can start earlier), for
    SIGTERM the moment the process exits (leadership should have moved before). The controller's own work
    is read from its log ("controller event BrokerChange|ControlledShutdown took X ms"), 1,000 partitions
@@ -232,7 +232,7 @@ def _leader_runs(
         ctx.rows.append(
             Row(
                 SECTION,
-                f"{what} of the leader of {n} partitions: all writable again, s",
+                f"{what} of the leader of {n} partitions: all writable again (acks=all acknowledged), s",
                 k,
                 b,
                 base_name,

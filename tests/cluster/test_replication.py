@@ -4,8 +4,9 @@ RF 3, min.insync.replicas=2, an idempotent confluent-kafka producer with acks=al
 leader goes through a clean bounce (SIGTERM, start at once), a hard bounce (kill -9, start at once), a clean
 shutdown and a hard shutdown (down while the new leader acknowledges writes, then started), each twice: every
 acknowledged record is read back exactly once, and the three replicas' logs are byte-identical
-(kafkad-replica-verification agrees). A consumer group's committed offsets survive the kill -9 of its
-coordinator. With two of three replicas down,
+(kafkad-replica-verification agrees). A confluent-kafka and a kafka-python group keep their committed
+offsets through the kill -9 of their coordinator: the new one (FindCoordinator) answers them, and both
+groups resume there. With two of three replicas down,
 acks=all answers NOT_ENOUGH_REPLICAS while acks=1 still works.
 """
 
@@ -262,7 +263,18 @@ def test_group_coordinator_follows_offsets_leadership(
         p.produce(TOPIC, value=b"m%03d" % i, partition=0)
     assert p.flush(30) == 0
 
-    def consume(n: int, commit: bool) -> list[int]:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KpTopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    from kafkad.daemon.groups.records import partition_for
+
+    # a confluent-kafka group and a kafka-python group whose offsets live in the same __consumer_offsets
+    # partition, so one kill -9 takes away the coordinator of both
+    gp = partition_for("g1", 3)
+    kp_group = next(g for g in (f"kp-{i}" for i in range(100)) if partition_for(g, 3) == gp)
+
+    def ck_consume(n: int, commit: bool) -> list[int]:
         consumer = Consumer(
             {
                 "bootstrap.servers": c.bootstrap,
@@ -286,20 +298,64 @@ def test_group_coordinator_follows_offsets_leadership(
         finally:
             consumer.close()
 
-    first = consume(50, commit=True)
+    def kp_consume(n: int, commit: bool) -> list[int]:
+        consumer = KafkaConsumer(
+            TOPIC,
+            bootstrap_servers=c.bootstrap,
+            group_id=kp_group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            request_timeout_ms=10000,
+        )
+        try:
+            got: list[int] = []
+            deadline = time.monotonic() + 60
+            while len(got) < n and time.monotonic() < deadline:
+                for msgs in consumer.poll(timeout_ms=500, max_records=n - len(got)).values():
+                    got.extend(m.offset for m in msgs)
+            if commit and got:
+                consumer.commit({KpTopicPartition(TOPIC, 0): OffsetAndMetadata(got[-1] + 1, "", -1)})
+            return got
+        finally:
+            consumer.close()
+
+    first = ck_consume(50, commit=True)
     assert first[:1] == [0] and len(first) >= 50
     committed = first[-1] + 1
-    # the coordinator is the leader of the group's __consumer_offsets partition, all three replicas in its
+    kp_first = kp_consume(30, commit=True)
+    assert kp_first == list(range(30)), kp_first
+    # the coordinator is the leader of the groups' __consumer_offsets partition, all three replicas in its
     # ISR; a commit is answered once the ISR has it, so killing the coordinator right away loses nothing
-    from kafkad.daemon.groups.records import partition_for
-
-    gp = partition_for("g1", 3)
     c.wait_isr("__consumer_offsets", gp, timeout_s=30)
     coordinator = c.wait_leader("__consumer_offsets", gp, timeout_s=30).leader
     c.kill9(coordinator)
-    c.wait_leader("__consumer_offsets", gp, timeout_s=30, exclude=[coordinator])
-    second = consume(10, commit=False)
+    new = c.wait_leader("__consumer_offsets", gp, timeout_s=30, exclude=[coordinator]).leader
+    survivor = c.broker(next(b for b in c.ids if b != coordinator)).bootstrap
+
+    def coordinator_of(group: str) -> int | None:
+        got = request(survivor, ApiKey.FIND_COORDINATOR, 1, {"key": group, "key_type": 0})
+        return int(got["node_id"]) if got["error_code"] == 0 else None
+
+    for group in ("g1", kp_group):
+        c.wait_until(lambda g=group: coordinator_of(g) == new, 30, f"{group}'s coordinator is broker {new}")  # type: ignore[misc]
+    # the committed offsets, read back (OffsetFetch) from the new coordinator by each client
+    reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "g1", "enable.auto.commit": False})
+    try:
+        (tp,) = reader.committed([TopicPartition(TOPIC, 0)], timeout=30)
+        assert tp.offset == committed, (tp, committed)
+    finally:
+        reader.close()
+    kp_reader = KafkaConsumer(bootstrap_servers=c.bootstrap, group_id=kp_group, enable_auto_commit=False)
+    try:
+        assert kp_reader.committed(KpTopicPartition(TOPIC, 0), timeout_ms=30000) == 30
+    finally:
+        kp_reader.close()
+    # and both groups resume where they committed, re-reading nothing
+    second = ck_consume(10, commit=False)
     assert second[:1] == [committed], (committed, second[:5])
+    kp_second = kp_consume(10, commit=False)
+    assert kp_second[:1] == [30], kp_second[:5]
 
 
 def test_rack_aware_reads_go_to_the_in_sync_replica_in_the_consumers_rack(

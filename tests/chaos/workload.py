@@ -50,6 +50,25 @@ def _offset(msg: Any) -> int:
     return int(off) if off is not None else -1  # acknowledged with an unknown offset: -1
 
 
+def rdkafka_debug(client: str) -> dict[str, Any]:
+    """librdkafka debug settings for one client, or none: CHAOS_RDKAFKA_DEBUG (e.g. "eos,msg" for the
+    writers, "cgrp,fetch" for the readers: each client ignores contexts that are not its own) writes each
+    client's librdkafka log to rdkafka-<client>.log in CHAOS_RDKAFKA_LOGDIR (default: the current dir)."""
+    debug = os.environ.get("CHAOS_RDKAFKA_DEBUG")
+    if not debug:
+        return {}
+    lg = logging.getLogger(f"chaos.rdkafka.{client}")
+    lg.propagate = False
+    lg.setLevel(logging.DEBUG)
+    if not lg.handlers:
+        out = os.environ.get("CHAOS_RDKAFKA_LOGDIR", ".")
+        fmt = logging.Formatter("%(asctime)s %(message)s")
+        fh = logging.FileHandler(os.path.join(out, f"rdkafka-{client}.log"))
+        fh.setFormatter(fmt)
+        lg.addHandler(fh)
+    return {"debug": debug, "logger": lg, "log_level": 7}
+
+
 class _ClientThread(threading.Thread):
     """One recorded client on its own thread; stop_event ends its loop."""
 
@@ -78,15 +97,7 @@ class Writer(_ClientThread):
         self._pending: dict[str, tuple[float, int]] = {}
 
     def _producer(self) -> Producer:
-        extra: dict[str, Any] = {}
-        debug = os.environ.get("CHAOS_RDKAFKA_DEBUG")  # e.g. "eos,msg": librdkafka's log in a file per writer
-        if debug:
-            lg = logging.getLogger(f"chaos.rdkafka.{self.client}")
-            lg.propagate = False
-            lg.setLevel(logging.DEBUG)
-            out = os.environ.get("CHAOS_RDKAFKA_LOGDIR", ".")
-            lg.addHandler(logging.FileHandler(os.path.join(out, f"rdkafka-{self.client}.log")))
-            extra = {"debug": debug, "logger": lg, "log_level": 7}
+        extra = rdkafka_debug(self.client)
         return Producer(
             {
                 "bootstrap.servers": self.bootstrap,
@@ -215,6 +226,7 @@ class Reader(_ClientThread):
                 "topic.metadata.refresh.interval.ms": 1000,
                 "reconnect.backoff.max.ms": 500,
                 "log_level": 0,
+                **rdkafka_debug(self.client),
             }
         )
 

@@ -7,6 +7,11 @@ ISR and offline replicas. Auto-created topics and __consumer_offsets are created
 (ZooKeeper; the controller then assigns them) and answered LEADER_NOT_AVAILABLE / COORDINATOR_NOT_AVAILABLE
 until the controller's UpdateMetadata names them, as Kafka does. The group coordinator of a group is the
 leader of its __consumer_offsets partition.
+
+Before the controller's first UpdateMetadata (a broker just (re)started) the cache is empty: both wait for
+it up to CACHE_WAIT_S, then close the connection rather than answer "no brokers, no such topic" (librdkafka
+2.x purges every broker a Metadata answer does not list and fails the topic: an idempotent producer then
+never recovered, chaos bug 3). A closed connection makes the client ask another broker.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafkad.daemon.broker import INTERNAL_TOPICS, topic_name_error
+from kafkad.daemon.dispatcher import CloseConnection
 from kafkad.daemon.groups.config import OFFSETS_TOPIC
 from kafkad.daemon.groups.records import partition_for
 from kafkad.protocol import ErrorCode, KafkaError
@@ -29,6 +35,17 @@ log = logging.getLogger(__name__)
 
 AUTHORIZED_OPS_OMITTED = -2147483648
 _OFFSETS_REFUSED = "offsets_topic_refused_alive"  # broker.services key: the alive count last warned about
+# How long Metadata / FindCoordinator wait for the controller's first UpdateMetadata after a start: the
+# controller sends it right after the broker's registration, which can wait for the previous session of
+# a kill -9'd broker to expire (zookeeper.session.timeout.ms); clients time such requests out after 30 s
+# (Java request.timeout.ms) or 60 s (librdkafka socket.timeout.ms).
+CACHE_WAIT_S = 10.0
+
+
+async def _initialized(cache: MetadataCache) -> None:
+    """Return once the cache holds the controller's view; raises CloseConnection if it does not come."""
+    if not cache.initialized and not await cache.wait_initialized(CACHE_WAIT_S):
+        raise CloseConnection(f"no metadata from the controller within {CACHE_WAIT_S:.0f} s of the start")
 
 
 def _topic(cache: MetadataCache, name: str) -> dict[str, Any]:
@@ -94,6 +111,7 @@ def _brokers(cache: MetadataCache, listener: str) -> list[dict[str, Any]]:
 
 
 async def metadata(ctx: RequestContext, cache: MetadataCache, body: Mapping[str, Any]) -> dict[str, Any]:
+    await _initialized(cache)
     broker = ctx.broker
     requested = body.get("topics")
     allow_auto = bool(body.get("allow_auto_topic_creation", True)) if ctx.version >= 4 else True
@@ -152,6 +170,7 @@ async def _create_offsets_topic(broker: Broker) -> ErrorCode:
 
 async def find_coordinator(ctx: RequestContext, cache: MetadataCache, key: str) -> dict[str, Any]:
     """The leader of the group's __consumer_offsets partition; COORDINATOR_NOT_AVAILABLE until there is one."""
+    await _initialized(cache)
     broker = ctx.broker
     if not cache.has_topic(OFFSETS_TOPIC):
         await _create_offsets_topic(broker)

@@ -116,6 +116,8 @@ class Dispatcher:
         except KafkaError as e:
             log.debug("%s: %s", peer, e)
             return self._respond(spec, request, spec.error_body(request, e.code), started)
+        except CloseConnection:
+            raise
         except Exception:
             self._log_failure(peer, header)
             return self._respond(
@@ -154,6 +156,8 @@ class Dispatcher:
         except KafkaError as e:
             log.debug("%s: %s", peer, e)
             body = spec.error_body(request, e.code)
+        except CloseConnection:  # a handler may drop the connection (e.g. Metadata without metadata)
+            raise
         except Exception:
             self._log_failure(peer, request.header)
             body = spec.error_body(request, ErrorCode.UNKNOWN_SERVER_ERROR)

@@ -5,11 +5,19 @@ leader epoch, ISR, replicas, offline replicas, zkVersion), the controller id and
 this broker's own broker epoch (the czxid of its /brokers/ids/<id> registration, set by cluster_mode). Metadata
 and FindCoordinator answer from it in cluster mode; LeaderAndIsr's live_leaders and UpdateMetadata fill it.
 
+Until the controller's first UpdateMetadata (a broker just started, or restarted while its previous
+ZooKeeper session still held its registration) the cache knows nothing: no live broker, no topic.
+`initialized` tells, `wait_initialized` waits for it (bounded): an answer from the empty cache would tell
+clients the cluster has no brokers and their topics do not exist, and librdkafka 2.x then purges every
+broker it knew and fails the topic (a producer stuck for good, chaos bug 3).
+
 Runs on the event loop; every method is O(changes) or O(answer), never blocks.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -83,6 +91,19 @@ class MetadataCache:
         self.controller_epoch = -1
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, dict[int, PartitionState]] = {}
+        self._initialized = asyncio.Event()  # set by the first UpdateMetadata
+
+    @property
+    def initialized(self) -> bool:
+        """True once an UpdateMetadata from a controller filled the cache."""
+        return self._initialized.is_set()
+
+    async def wait_initialized(self, timeout_s: float) -> bool:
+        """Wait at most `timeout_s` for the first UpdateMetadata; True if the cache is filled."""
+        if not self._initialized.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._initialized.wait(), timeout_s)
+        return self._initialized.is_set()
 
     # --- updates (UpdateMetadata) --------------------------------------------------------------------
     def update(
@@ -96,6 +117,7 @@ class MetadataCache:
         self.controller_id = controller_id
         self.controller_epoch = max(self.controller_epoch, controller_epoch)
         self._brokers = {b.id: b for b in live_brokers}
+        self._initialized.set()
         deleted: list[tuple[str, int]] = []
         for topic, index, state in partitions:
             if state.leader == LEADER_DURING_DELETE:

@@ -9,6 +9,12 @@ active and trimmed to its entries on roll/close; the entry count of an existing 
 divided by the entry size. There is no checksum: `sanity_check()` catches the usual damage (odd length,
 zero-filled preallocated tail) and segments past the recovery point rebuild their indexes anyway.
 
+The preallocated tail is sparse: the first store into one of its pages through the mapping makes the file
+system allocate it, and on a full file system (a tmpfs or disk filled to the last block) that store is a
+SIGBUS that kills the broker. So an entry that reaches a page not known to be backed first allocates it
+with posix_fallocate; when that fails (ENOSPC) the entry is skipped: the index is sparse, a lookup lands on
+an earlier entry and walks forward, and the record was already written to the .log (chaos bug 4).
+
 `MappedIndex` holds what both index kinds share (mmap, resize, binary search); `TimeIndex` lives in
 time_index.py. Concurrency: runs on the event loop; `fsync()` is blocking and only touches the fd,
 so an executor thread may call it while the loop appends or remaps.
@@ -17,6 +23,7 @@ so an executor thread may call it while the loop appends or remaps.
 from __future__ import annotations
 
 import bisect
+import logging
 import mmap
 import os
 import struct
@@ -25,7 +32,10 @@ from socket import ntohl
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
 
+log = logging.getLogger(__name__)
+
 _I32 = struct.Struct(">i")
+PAGE = mmap.PAGESIZE
 _ENTRY_PACK_INTO = struct.Struct(">ii").pack_into
 STRIDE = 64  # offset index: one in-memory key per 64 entries (4096 ints for a full 10 MiB index)
 
@@ -57,8 +67,27 @@ class MappedIndex:
         # Native uint32 view of the mapping: with socket.ntohl it reads big-endian i32 fields about
         # 5x faster than struct.unpack_from on the mmap (lookup is on every fetch).
         self._u32: memoryview | None = None
+        # Bytes from the start known to be allocated on disk by our posix_fallocate (0 at open: a file
+        # left by a crash may have holes anywhere; allocating an allocated page costs one syscall).
+        self._backed = 0
+        self._unbacked_warned = False
         self._map(length)
         self._entries_changed()
+
+    def _back(self, end: int) -> bool:
+        """Allocate the pages up to byte `end` before the mapping stores there; False on a full disk."""
+        start = self._backed
+        stop = min(self._length, end + (-end) % PAGE)
+        try:
+            os.posix_fallocate(self._fd, start, stop - start)
+        except OSError as e:
+            if not self._unbacked_warned:
+                log.warning("%s: no room for index entries (%s): skipping them until there is", self.path, e)
+                self._unbacked_warned = True
+            return False
+        self._backed = stop
+        self._unbacked_warned = False
+        return True
 
     def _map(self, length: int) -> None:
         if length:
@@ -139,6 +168,7 @@ class MappedIndex:
     def reset(self) -> None:
         """Forget every entry (before a rebuild)."""
         self.entries = 0
+        self._backed = 0
         self._entries_changed()
 
     def resize(self, new_size: int) -> None:
@@ -149,6 +179,7 @@ class MappedIndex:
         self._unmap()  # unmap before shrinking: touching a page past EOF is SIGBUS
         os.ftruncate(self._fd, length)
         self._length = length
+        self._backed = min(self._backed, length - length % PAGE)
         self.capacity = length // self.ENTRY_SIZE
         self._map(length)
 
@@ -237,6 +268,8 @@ class OffsetIndex(MappedIndex):
                 raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"index append of {offset} is not increasing")
             raise IndexFullError(str(self.path))
         assert self._mm is not None
+        if (n << 3) + 8 > self._backed and not self._back((n << 3) + 8):
+            return  # a full disk: this entry is skipped (the index is sparse)
         _ENTRY_PACK_INTO(self._mm, n << 3, rel, position)
         if self._summary is not None and not n % STRIDE:
             self._summary.append(rel)

@@ -78,6 +78,8 @@ class TimeIndex(MappedIndex):
             else:
                 raise IndexFullError(str(self.path))
         assert self._mm is not None
+        if n * 12 + 12 > self._backed and not self._back(n * 12 + 12):
+            return  # a full disk: skipped, as the offset index does (offset_index.py)
         _ENTRY_PACK_INTO(self._mm, n * 12, timestamp, rel)
         self.entries = n + 1
         self._last_ts, self._last_rel = timestamp, rel

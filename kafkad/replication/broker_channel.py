@@ -33,7 +33,19 @@ log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
+_NO_DEADLINE = float("inf")
+_RAW = -1  # api_version of a pending request_raw: answered with the frame
 MAX_RESPONSE_BYTES = 1 << 30  # a larger size prefix means a confused peer, not a response
+
+
+def _stamper(frame: bytearray) -> Callable[[int], bytearray]:
+    """Writes a correlation id into an encoded request (size prefix, api key, version, then the id)."""
+
+    def stamp(cid: int) -> bytearray:
+        _CORRELATION.pack_into(frame, 8, cid)
+        return frame
+
+    return stamp
 
 
 class BrokerChannel:
@@ -57,7 +69,10 @@ class BrokerChannel:
         self.reconnect_backoff_max_ms = reconnect_backoff_max_ms
         self._wire: _Wire | None = None
         self._connecting: asyncio.Future[None] | None = None
-        self._pending: dict[int, tuple[int, int, asyncio.Future[dict[str, Any]]]] = {}
+        # correlation id -> (api key, version or _RAW, future, deadline: loop time, inf for _roundtrip's
+        # requests, which have their own timeout)
+        self._pending: dict[int, tuple[int, int, asyncio.Future[Any], float]] = {}
+        self._watchdog: asyncio.TimerHandle | None = None
         self._next_correlation = 0
         self._failures = 0  # consecutive failed connects (backoff exponent)
         self._next_attempt = 0.0  # monotonic time before which no connect is tried
@@ -88,22 +103,63 @@ class BrokerChannel:
         ProtocolError from encoding the request.
         """
         client_id = self.client_id
-        return await self._roundtrip(
+        body_out: dict[str, Any] = await self._roundtrip(
             api_key,
             api_version,
             lambda cid: encode_request(RequestHeader(api_key, api_version, cid, client_id), body),
             auth_step=auth_step,
         )
+        return body_out
 
-    async def request_frame(self, api_key: int, api_version: int, frame: bytearray) -> dict[str, Any]:
-        """`request` for a request already encoded (size prefix included, header v1+ with any correlation
-        id: it is written over); for callers that encode it themselves (the follower's FetchEncoder)."""
+    async def request_raw(self, frame: bytearray) -> bytearray:
+        """Send a request already encoded (size prefix included, header v1+ with any correlation id: it
+        is written over) and return its response frame from the correlation id on, not decoded: for
+        callers with their own encoder and decoder (the follower's fetch_request and fetch_response)."""
+        answer: bytearray = await self._roundtrip(-1, _RAW, _stamper(frame))
+        return answer
 
-        def stamp(cid: int) -> bytearray:
-            _CORRELATION.pack_into(frame, 8, cid)
-            return frame
+    def send_raw(self, frame: bytearray) -> asyncio.Future[bytearray] | None:
+        """`request_raw` without a coroutine or a timer per request, for a connected channel: writes the
+        frame now and returns the future of its response frame, or None when the channel must first
+        (re)connect, authenticate or drain its write buffer (then use request_raw). The request still
+        times out after request_timeout_ms, through the channel's one watchdog timer (TimeoutError, and
+        the connection is closed as in request)."""
+        wire = self._wire
+        if wire is None or self._connecting is not None or wire.paused is not None or self._closed:
+            return None
+        self._next_correlation = cid = (self._next_correlation + 1) & 0x7FFFFFFF
+        _CORRELATION.pack_into(frame, 8, cid)
+        loop = wire.loop
+        fut: asyncio.Future[bytearray] = loop.create_future()
+        self._pending[cid] = (-1, _RAW, fut, loop.time() + self.request_timeout_ms / 1000)
+        if self._watchdog is None:
+            self._watchdog = loop.call_later(self.request_timeout_ms / 1000, self._check_deadlines)
+        try:
+            wire.transport.write(frame)
+        except OSError as e:
+            self._drop(ConnectionError(f"{self}: {e}"))
+        return fut
 
-        return await self._roundtrip(api_key, api_version, stamp)
+    def _check_deadlines(self) -> None:
+        """The watchdog: fail the oldest send_raw request past its deadline (and the connection with it),
+        else wait for the oldest deadline."""
+        self._watchdog = None
+        wire = self._wire
+        if wire is None:
+            return
+        now = wire.loop.time()
+        soonest = None
+        for _, _, fut, deadline in self._pending.values():
+            if fut.done():
+                continue
+            if deadline <= now:
+                fut.set_exception(TimeoutError(f"{self}: request timed out"))
+                self._drop(ConnectionError(f"{self}: request timed out"))
+                return
+            if soonest is None or deadline < soonest:
+                soonest = deadline
+        if soonest is not None:
+            self._watchdog = wire.loop.call_at(soonest, self._check_deadlines)
 
     async def _roundtrip(
         self,
@@ -112,7 +168,7 @@ class BrokerChannel:
         make_frame: Callable[[int], bytes | bytearray],
         *,
         auth_step: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Any:
         if self._closed:
             raise ConnectionError(f"{self}: closed")
         async with asyncio.timeout(self.request_timeout_ms / 1000) as cm:
@@ -125,8 +181,8 @@ class BrokerChannel:
             self._next_correlation = (self._next_correlation + 1) & 0x7FFFFFFF
             cid = self._next_correlation
             frame = make_frame(cid)
-            fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-            self._pending[cid] = (api_key, api_version, fut)
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._pending[cid] = (api_key, api_version, fut, _NO_DEADLINE)
             try:
                 try:
                     wire.transport.write(frame)
@@ -220,8 +276,11 @@ class BrokerChannel:
         if entry is None:
             self._lost(wire, ProtocolDecodeError(f"response with unknown correlation id {cid}"))
             return
-        api_key, api_version, fut = entry
+        api_key, api_version, fut, _ = entry
         if fut.done():  # its caller gave up (cancelled): skip the answer
+            return
+        if api_version == _RAW:
+            fut.set_result(frame)
             return
         try:
             _, body = decode_response(api_key, api_version, frame)
@@ -244,7 +303,10 @@ class BrokerChannel:
             wire.transport.close()
             wire.wake_writers()
         pending, self._pending = self._pending, {}
-        for _, _, fut in pending.values():
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        for _, _, fut, _ in pending.values():
             if not fut.done():
                 fut.set_exception(err)
 
@@ -257,11 +319,13 @@ class _Wire(asyncio.BufferedProtocol):
         self.channel = channel
         self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set by connection_made
         self.paused: asyncio.Future[None] | None = None  # write flow control
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by connection_made
         self._head = bytearray(4)
         self._frame: bytearray | None = None
         self._pos = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.loop = asyncio.get_running_loop()
         self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport subclass
 
     def get_buffer(self, sizehint: int) -> memoryview:

@@ -68,7 +68,7 @@ def _codec_frame(settings: Any, client_id: str, partitions: Sequence[FetchPartit
 
 class FetchEncoder:
     """Encodes the fetcher's Fetch v11 frames (size prefix included, correlation id 0: BrokerChannel
-    .request_frame writes it) for any partitions in any order."""
+    .request_raw writes it) for any partitions in any order."""
 
     def __init__(self, settings: Any, client_id: str) -> None:
         self._max_bytes = int(settings.partition_max_bytes)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError
 from kafkad.replication.broker_channel import BrokerChannel
 from kafkad.replication.fetch_request import FETCH_VERSION, FetchEncoder, fetch_body
+from kafkad.replication.fetch_response import FetchedPartition, decode_fetch_response
 from kafkad.storage.log_offline import LogIOError
 from kafkad.storage.log_types import AppendOrigin
 
@@ -78,6 +79,29 @@ def _whole_batches(records: Any) -> memoryview | None:
             break
         end = n
     return view[:end] if end else None
+
+
+def _error_code(code: int) -> ErrorCode:
+    try:
+        return ErrorCode(code)
+    except ValueError:  # a code this broker does not know: treated as any other error
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def _from_codec(resp: dict[str, Any]) -> tuple[int, list[FetchedPartition]]:
+    """A codec-decoded Fetch response as decode_fetch_response returns it."""
+    return resp.get("error_code", 0), [
+        FetchedPartition(
+            t["topic"],
+            p["partition_index"],
+            p["error_code"],
+            p["high_watermark"],
+            p["log_start_offset"],
+            p["records"],
+        )
+        for t in resp["responses"]
+        for p in t["partitions"]
+    ]
 
 
 class FetcherConfig(NamedTuple):
@@ -296,37 +320,38 @@ class ReplicaFetcher:
             encoder = self._encoder = FetchEncoder(self.cfg, self.channel.client_id)
         sent = {(w[0], w[1]): (f, w[3]) for f, w in zip(follows, wanted, strict=True)}
         if encoder.ok:
-            resp = await self.channel.request_frame(ApiKey.FETCH, FETCH_VERSION, encoder.frame(wanted))
+            frame = encoder.frame(wanted)
+            sent_now = self.channel.send_raw(frame)  # connected: no coroutine or timer per fetch
+            answer = await (sent_now if sent_now is not None else self.channel.request_raw(frame))
+            error, fetched = decode_fetch_response(answer)
         else:
             resp = await self.channel.request(ApiKey.FETCH, FETCH_VERSION, fetch_body(self.cfg, wanted))
+            error, fetched = _from_codec(resp)
         self.fetches += 1
-        if resp.get("error_code"):
-            log.info("%r: Fetch error %s", self, ErrorCode(resp["error_code"]).name)
+        if error:
+            log.info("%r: Fetch error %s", self, _error_code(error).name)
             for f in follows:
                 self._delay(f)
             return
         now_ms = self._now_ms()
         partitions = self.partitions
-        for t in resp["responses"]:
-            topic = t["topic"]
-            for p in t["partitions"]:
-                tp = (topic, p["partition_index"])
-                entry = sent.get(tp)
-                if entry is None:
-                    continue
-                f, offset = entry
-                if not self._current(f) or f.part.log.log_end_offset != offset:
-                    continue  # moved or truncated while the fetch was out
-                self._process(f, p, now_ms)
-                if f.part.log.log_end_offset != offset and partitions.get(tp) is f:
-                    partitions[tp] = partitions.pop(tp)  # moveToEnd: it was served
+        for p in fetched:
+            tp = (p.topic, p.partition)
+            entry = sent.get(tp)
+            if entry is None:
+                continue
+            f, offset = entry
+            if not self._current(f) or f.part.log.log_end_offset != offset:
+                continue  # moved or truncated while the fetch was out
+            self._process(f, p, now_ms)
+            if f.part.log.log_end_offset != offset and partitions.get(tp) is f:
+                partitions[tp] = partitions.pop(tp)  # moveToEnd: it was served
 
-    def _process(self, f: _Follow, p: dict[str, Any], now_ms: int) -> None:
+    def _process(self, f: _Follow, p: FetchedPartition, now_ms: int) -> None:
         part = f.part
         plog = _storage(part)
-        code = ErrorCode(p["error_code"])
-        if code is ErrorCode.NONE:
-            records = _whole_batches(p["records"])
+        if p.error_code == 0:
+            records = _whole_batches(p.records)
             if records:
                 try:
                     plog.append(records, leader_epoch=f.epoch, now_ms=now_ms, origin=AppendOrigin.REPLICATION)
@@ -338,9 +363,11 @@ class ReplicaFetcher:
                         self.on_storage_error(part.topic, part.index, e)
                     self._delay(f)
                     return
-            part.follower_advanced(p["high_watermark"], p["log_start_offset"])
-        elif code is ErrorCode.OFFSET_OUT_OF_RANGE:
-            leader_start = p["log_start_offset"]
+            part.follower_advanced(p.high_watermark, p.log_start_offset)
+            return
+        code = _error_code(p.error_code)
+        if code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            leader_start = p.log_start_offset
             if leader_start >= 0 and plog.log_end_offset < leader_start:
                 log.info(
                     "%s-%d: our end %d is below the leader's log start %d: restarting there",

@@ -1,5 +1,5 @@
 """The general append path of a PartitionLog (`append_batches`): what the inline path in
-`PartitionLog.append` does not take.
+`PartitionLog.append` does not take; and a follower's append of replicated batches (`append_replicated`).
 
 That is: several batches in one request, replicated batches (offsets and epochs kept as the leader
 stamped them), LogAppendTime topics, control batches, and every batch the inline path's combined test
@@ -13,13 +13,90 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING
 
+from crc32c import crc32c
+
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.log_types import AppendOrigin, AppendResult
 from kafkad.storage.records import patch_offset_and_epoch, set_log_append_time, validate_client_batches
-from kafkad.storage.records.batch import CONTROL_FLAG, LOG_OVERHEAD
+from kafkad.storage.records.batch import (
+    ATTRIBUTES_OFFSET,
+    BATCH_OVERHEAD,
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC,
+    MIN_RECORD_SIZE,
+    header_from,
+)
+
+_MAX_CODEC = 4  # zstd
 
 if TYPE_CHECKING:
     from kafkad.storage.partition_log import PartitionLog
+
+
+def append_replicated(log: PartitionLog, records: memoryview, now_ms: int) -> AppendResult:
+    """A follower's append of the leader's batches, kept as the leader wrote them (offsets, epochs,
+    producer ids): one pass over the batch headers (one unpack and one CRC each, no BatchHeader unless
+    the batch has a producer id), the checks of append_batches for a replica, one segment write. Any
+    batch this pass refuses sends the whole append through append_batches, which raises the precise
+    error (its checks are a superset of these)."""
+    end = len(records)
+    cfg = log.config
+    max_length = cfg.max_message_bytes - LOG_OVERHEAD
+    unpack = HEADER_STRUCT.unpack_from
+    prev_last = log.log_end_offset - 1
+    first = -1
+    max_ts, offset_of_max_ts = -1, 0
+    epochs = log.leader_epoch_cache
+    latest = epochs.latest_epoch
+    new_epochs: list[tuple[int, int]] = []
+    producers = []
+    pos = 0
+    while pos < end:
+        if end - pos < BATCH_OVERHEAD or end > cfg.segment_bytes:
+            return append_batches(log, records, -1, now_ms, AppendOrigin.REPLICATION)
+        fields = unpack(records, pos)
+        base, length, epoch, magic, crc, attributes, last_delta, _, ts, producer_id, _, _, count = fields
+        size = length + LOG_OVERHEAD
+        codec = attributes & COMPRESSION_MASK
+        if (
+            magic != MAGIC
+            or size < BATCH_OVERHEAD
+            or size > end - pos
+            or length > max_length
+            or count <= 0
+            or count != last_delta + 1
+            or codec > _MAX_CODEC
+            or (codec == 0 and count * MIN_RECORD_SIZE > size - BATCH_OVERHEAD)
+            or base <= prev_last
+            or crc32c(records[pos + ATTRIBUTES_OFFSET : pos + size]) != crc
+        ):
+            return append_batches(log, records, -1, now_ms, AppendOrigin.REPLICATION)
+        if first < 0:
+            first = base
+        if ts > max_ts:
+            max_ts, offset_of_max_ts = ts, base
+        if epoch > latest:
+            new_epochs.append((epoch, base))
+            latest = epoch
+        if producer_id >= 0:
+            producers.append((header_from(pos, fields), base))
+        prev_last = base + last_delta
+        pos += size
+    if first < 0:  # no batch at all
+        return append_batches(log, records, -1, now_ms, AppendOrigin.REPLICATION)
+    log.maybe_roll(end, first, prev_last, now_ms, max_ts)
+    log.active_segment.append(prev_last, max_ts, offset_of_max_ts if max_ts > -1 else first, records)
+    for epoch, base in new_epochs:
+        epochs.assign(epoch, base)
+    if producers:
+        state = log.producer_state
+        for h, base in producers:
+            state.update(h, base, h.max_timestamp)
+    log.log_end_offset = prev_last + 1
+    return AppendResult(first, prev_last, -1, log.log_start_offset)
 
 
 def append_batches(

@@ -215,7 +215,9 @@ class PartitionLog:
         if not isinstance(records, memoryview):
             records = memoryview(records)
         size = len(records)
-        if size < BATCH_OVERHEAD or origin is _REPLICATION:
+        if origin is _REPLICATION:
+            return log_append.append_replicated(self, records, now_ms)
+        if size < BATCH_OVERHEAD:
             return self._append_batches(records, leader_epoch, now_ms, origin)
         limits = self._limits
         if limits[0] is not self.config:

@@ -260,3 +260,43 @@ def test_garbage_answer_fails_its_request_at_once_and_the_next_one_reconnects() 
         ch.close()
 
     run(t)
+
+
+def fetch_frame() -> bytearray:
+    from kafkad.protocol import RequestHeader, encode_request
+
+    body = {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
+    return bytearray(encode_request(RequestHeader(FETCH, 11, 0, "test"), body))
+
+
+def test_send_raw_answers_with_the_frame_and_times_out_through_the_watchdog() -> None:
+    """send_raw: None until connected; then the response frame itself; an unanswered one fails with
+    TimeoutError after request_timeout_ms (the channel's one watchdog timer) and takes the connection
+    and the other pending requests with it."""
+
+    async def t(server: WireServer) -> None:
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=300)
+        assert ch.send_raw(fetch_frame()) is None  # not connected yet: request_raw dials
+        frame = await ch.request_raw(fetch_frame())
+        assert int.from_bytes(frame[:4], "big") == server.seen[-1]  # from the correlation id on
+        fut = ch.send_raw(fetch_frame())
+        assert fut is not None
+        answer = await fut
+        assert int.from_bytes(answer[:4], "big") == server.seen[-1]
+        server.mode = "hold"
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        held = ch.send_raw(fetch_frame())
+        assert held is not None
+        await asyncio.sleep(0.1)
+        other = ch.send_raw(fetch_frame())
+        assert other is not None
+        with pytest.raises(TimeoutError):
+            await held
+        assert 0.25 < loop.time() - t0 < 5
+        with pytest.raises(ConnectionError):
+            await other
+        assert not ch.connected
+        ch.close()
+
+    run(t)

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import Any
 
-from kafkad.protocol import decode_request
+from kafkad.protocol import ApiKey, RequestHeader, decode_request, encode_response_bytes
 from kafkad.replication.fetcher import FetcherConfig, ReplicaFetcher
 from kafkad.replication.partition import Partition
 from tests.unit.replication.test_partition import FakeLog
@@ -26,7 +25,7 @@ class _Leader:
         self.fetches = fetches
         self.done = asyncio.Event()
 
-    async def request_frame(self, api_key: int, api_version: int, frame: bytearray) -> dict[str, Any]:
+    async def request_raw(self, frame: bytearray) -> bytearray:
         if self.done.is_set():
             await asyncio.Event().wait()  # enough fetches: park until the fetcher stops
         body = decode_request(bytearray(frame[4:])).body
@@ -48,7 +47,12 @@ class _Leader:
                 for j, p in enumerate(t["partitions"])
             ]
             responses.append({"topic": t["topic"], "partitions": parts})
-        return {"error_code": 0, "responses": responses}
+        header = RequestHeader(ApiKey.FETCH, 11, 1, "leader")
+        body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+        return bytearray(encode_response_bytes(header, body)[4:])
+
+    def send_raw(self, frame: bytearray) -> None:
+        return None  # as a channel not yet connected: the fetcher falls back to request_raw
 
     def close(self) -> None:
         pass

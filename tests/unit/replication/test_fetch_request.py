@@ -34,7 +34,7 @@ def test_frame_equals_the_codec(ks: list[tuple[str, int, int]], data: st.DataObj
         RequestHeader(ApiKey.FETCH, FETCH_VERSION, 0, "replica-fetcher-3-1"), fetch_body(cfg, wanted)
     )
     assert bytes(got) == want
-    got[8:12] = (77).to_bytes(4, "big")  # where BrokerChannel.request_frame writes the correlation id
+    got[8:12] = (77).to_bytes(4, "big")  # where BrokerChannel.request_raw writes the correlation id
     request = decode_request(bytearray(got[4:]))
     assert request.header.correlation_id == 77
     order = [(t["topic"], p["partition"]) for t in request.body["topics"] for p in t["partitions"]]

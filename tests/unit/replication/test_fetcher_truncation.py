@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkad.protocol import ApiKey
+from kafkad.protocol import ApiKey, RequestHeader, encode_response_bytes
 from kafkad.replication.fetcher import FetcherConfig, ReplicaFetcher
 from kafkad.replication.partition import Partition
 from tests.unit.replication.test_partition import FakeLog
@@ -61,8 +61,13 @@ class _Channel:
         await asyncio.sleep(0.05)  # the leader's long poll (max_wait_ms) with nothing to send
         return {"error_code": 0, "responses": []}
 
-    async def request_frame(self, api_key: int, api_version: int, frame: Any) -> dict[str, Any]:
-        return await self.request(api_key, api_version, {})
+    async def request_raw(self, frame: Any) -> bytearray:
+        await self.request(ApiKey.FETCH, 11, {})
+        body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}
+        return bytearray(encode_response_bytes(RequestHeader(ApiKey.FETCH, 11, 1, "leader"), body)[4:])
+
+    def send_raw(self, frame: bytearray) -> None:
+        return None  # as a channel not yet connected: the fetcher falls back to request_raw
 
     def close(self) -> None:
         pass

@@ -56,6 +56,7 @@ class ClusterMode:
         self._last_change = -1
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
+        self._log_dir_event_pending = False
 
     # --- before the logs load --------------------------------------------------------------------------
     @classmethod
@@ -102,6 +103,7 @@ class ClusterMode:
             cache = broker.services["metadata_cache"] = MetadataCache(broker.broker_id)
         cache.broker_epoch = self.broker_epoch
         broker.replicas.set_isr_updater(self.isr_writer)
+        broker.replicas.offline_listeners.append(self._log_failed)
         broker.producer_ids = ZkProducerIds(self.zk, broker.broker_id)  # type: ignore[assignment]
         self.controller = Controller(
             self.zk,
@@ -228,6 +230,27 @@ class ClusterMode:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    # --- offline logs (/log_dir_event_notification) ---------------------------------------------------------
+    def _log_failed(self, _off: object) -> None:
+        """A partition's log went offline: tell the controller (Kafka's propagateLogDirEvent). One write for
+        a burst: a notification not yet written covers every partition offline when the controller asks."""
+        if not self._closing and not self._log_dir_event_pending:
+            self._log_dir_event_pending = True
+            self._spawn(self._notify_log_dir_event())
+
+    async def _notify_log_dir_event(self) -> None:
+        assert self.broker is not None
+        try:
+            await self.zk.create(
+                Z.LogDirEventNotificationZNode.path_prefix,
+                Z.LogDirEventNotificationZNode.encode(self.broker.broker_id),
+                sequence=True,
+            )
+        except ZK_CONNECTION_ERRORS as e:  # the next controller asks every broker on failover anyway
+            log.warning("cannot write the log dir event notification: %r", e)
+        finally:
+            self._log_dir_event_pending = False
 
     # --- topic configs (/config/topics + /config/changes) -----------------------------------------------
     async def _load_topic_configs(self) -> None:

@@ -156,9 +156,12 @@ def _lai_partition(tp: TP, st: PartitionState, replicas: Iterable[int], is_new: 
 class RequestBatch:
     """Collects the requests one controller event causes; `send` queues them on the channel."""
 
-    def __init__(self, ctx: ControllerContext, controller_id: int) -> None:
+    def __init__(
+        self, ctx: ControllerContext, controller_id: int, on_leader_and_isr: Callback | None = None
+    ) -> None:
         self.ctx = ctx
         self.controller_id = controller_id
+        self.on_leader_and_isr = on_leader_and_isr  # every LeaderAndIsr answer (per-partition errors)
         self._lai: dict[int, dict[TP, dict[str, Any]]] = {}
         self._um_brokers: set[int] = set()
         self._um_partitions: set[TP] = set()
@@ -195,7 +198,13 @@ class RequestBatch:
     def send(self, channel: ControllerChannel) -> None:
         ctx = self.ctx
         for b, parts in self._lai.items():
-            channel.send(b, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, self._lai_body(b, parts))
+            channel.send(
+                b,
+                ApiKey.LEADER_AND_ISR,
+                LEADER_AND_ISR_VERSION,
+                self._lai_body(b, parts),
+                self.on_leader_and_isr,
+            )
         if self._um_brokers:
             states = self._um_states()
             for b in sorted(self._um_brokers):
@@ -213,7 +222,7 @@ class RequestBatch:
                 "topic_states": [{"topic_name": t, "partition_states": ps} for t, ps in by_topic.items()],
             }
             channel.send(b, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, body, self._stop_callbacks.get(b))
-        self.__init__(ctx, self.controller_id)  # type: ignore[misc]
+        self.__init__(ctx, self.controller_id, self.on_leader_and_isr)  # type: ignore[misc]
 
     def _lai_body(self, broker: int, parts: dict[TP, dict[str, Any]]) -> dict[str, Any]:
         ctx = self.ctx

@@ -28,6 +28,9 @@ class ControllerContext:
     partition_states: dict[TP, PartitionStateName] = field(default_factory=dict)
     replica_states: dict[tuple[TP, int], ReplicaStateName] = field(default_factory=dict)
     topics_to_delete: set[str] = field(default_factory=set)
+    # replicas on live brokers whose log went offline (KAFKA_STORAGE_ERROR in a LeaderAndIsr answer):
+    # Kafka's replicasOnOfflineDirs, cleared when the broker registers again
+    replicas_on_offline_dirs: dict[int, set[TP]] = field(default_factory=dict)
     # reassignments in flight: partition -> (target replicas, adding, removing)
     reassigning: dict[TP, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = field(
         default_factory=dict
@@ -73,7 +76,14 @@ class ControllerContext:
         return [tp for tp, reps in self.assignment.items() if broker_id in reps]
 
     def offline_replicas(self, tp: TP) -> list[int]:
-        return [b for b in self.assignment.get(tp, ()) if b not in self.live_brokers]
+        return [b for b in self.assignment.get(tp, ()) if not self.is_replica_online(tp, b)]
+
+    def is_replica_online(self, tp: TP, broker_id: int) -> bool:
+        return broker_id in self.live_brokers and tp not in self.replicas_on_offline_dirs.get(broker_id, ())
+
+    def dir_offline(self, tp: TP) -> set[int]:
+        """Live brokers whose replica of `tp` is on an offline log dir (never leader, never in the ISR)."""
+        return {b for b, tps in self.replicas_on_offline_dirs.items() if tp in tps}
 
     def replicas_of(self, tps: Iterable[TP]) -> Iterator[tuple[TP, int]]:
         for tp in tps:

@@ -26,6 +26,7 @@ from typing import Any
 from kafkad.election import znodes as Z
 from kafkad.election.channel import ControllerChannel
 from kafkad.election.context import TP, ControllerContext
+from kafkad.election.log_dir_events import LogDirEvents
 from kafkad.election.partition_ops import ControllerMovedError, PartitionOps
 from kafkad.election.reassignment import Reassignments
 from kafkad.election.state_machines import Election, PartitionStateName, ReplicaStateName, offline_election
@@ -82,6 +83,8 @@ class Controller:
         self.ops = PartitionOps(self.ctx, zk, broker_id, self._unclean_allowed)
         self.reassign = Reassignments(self.ops)
         self.deletions = TopicDeletions(self.ctx, zk, self.ops, self.put)
+        self.log_dirs = LogDirEvents(self.ctx, zk, self.ops, self.put)  # answers of LeaderAndIsr too
+        self.ops.new_batch()
         self._queue: asyncio.Queue[tuple[str, Event, bool]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._rebalance_task: asyncio.Task[None] | None = None
@@ -236,7 +239,7 @@ class Controller:
             self._rebalance_task = None
         self.ctx.reset()
         self.reassign.legacy = {}
-        self.ops.batch = self.ops.batch.__class__(self.ctx, self.broker_id)
+        self.ops.new_batch()
         for cb in self._became_active:
             cb(False)
 
@@ -247,7 +250,7 @@ class Controller:
             "broker %d is the controller (epoch %d); loading the cluster state", self.broker_id, ctx.epoch
         )
         self.channel = ControllerChannel(self.broker_id, request_timeout_ms=self.settings.socket_timeout_ms)
-        self.ops.batch = self.ops.batch.__class__(ctx, self.broker_id)
+        self.ops.new_batch()
         await self._read_brokers()
         for b in ctx.live_brokers.values():
             self.channel.add_broker(b)
@@ -298,6 +301,7 @@ class Controller:
             await self.ops.replicas_offline(dead)
         await self.reassign.maybe_complete(list(ctx.reassigning))
         self.put("IsrChangeNotification", self._isr_changes)
+        self.put("LogDirEventNotification", self.log_dirs.run)
         self.put("TopicDeletion", self.deletions.run)
         self.put("PreferredReplicaElection", self._preferred_znode)
         self.put("PartitionReassignment", self._reassign_znode)
@@ -340,6 +344,8 @@ class Controller:
             return
         log.info("brokers changed: new %s, dead %s (bounced %s)", new, dead, bounced)
         assert self.channel is not None
+        for b in (*dead, *new):
+            ctx.replicas_on_offline_dirs.pop(b, None)  # a restarted broker loads its logs again
         for b in dead:
             ctx.live_brokers.pop(b, None)
             ctx.shutting_down.discard(b)
@@ -489,13 +495,19 @@ class Controller:
             live = self.ops.election_live()
             wanted = list(ctx.leaders) if tps is None else list(tps)
             out = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in wanted if tp not in ctx.leaders}
-            todo = [tp for tp in wanted if tp in ctx.leaders and ctx.leaders[tp].leader not in live]
+            todo = [
+                tp
+                for tp in wanted
+                if tp in ctx.leaders and ctx.leaders[tp].leader not in self.ops.live_for(tp, live)
+            ]
             out.update(
                 {tp: ErrorCode.ELECTION_NOT_NEEDED for tp in wanted if tp in ctx.leaders and tp not in todo}
             )
 
             def elector(tp: TP, cur: Z.PartitionState) -> Election | None:
-                return offline_election(ctx.assignment.get(tp, ()), cur.isr, live, True)
+                return offline_election(
+                    ctx.assignment.get(tp, ()), cur.isr, self.ops.live_for(tp, live), True
+                )
 
             written, failed = await self.ops.elect(todo, elector)
             out.update(dict.fromkeys(written, ErrorCode.NONE))

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
-from kafkad.election.channel import RequestBatch
+from kafkad.election.channel import Callback, RequestBatch
 from kafkad.election.context import TP, ControllerContext
 from kafkad.election.state_machines import (
     Election,
@@ -74,7 +74,12 @@ class PartitionOps:
         self.zk = zk
         self.controller_id = controller_id
         self.unclean_allowed = unclean_allowed
+        self.on_leader_and_isr: Callback | None = None
         self.batch = RequestBatch(ctx, controller_id)
+
+    def new_batch(self) -> None:
+        """A fresh (empty) request batch (failover, resignation)."""
+        self.batch = RequestBatch(self.ctx, self.controller_id, self.on_leader_and_isr)
 
     # --- fenced ZooKeeper writes ---------------------------------------------------------------------
     async def fenced(self, ops: Sequence[Op]) -> list[Any]:
@@ -171,6 +176,10 @@ class PartitionOps:
     def election_live(self) -> set[int]:
         return self.ctx.live_ids - self.ctx.shutting_down
 
+    def live_for(self, tp: TP, live: set[int]) -> set[int]:
+        """`live` without the brokers whose replica of `tp` is on an offline log dir."""
+        return live - self.ctx.dir_offline(tp) if self.ctx.replicas_on_offline_dirs else live
+
     # --- new partitions ------------------------------------------------------------------------------
     async def on_new_partitions(self, tps: Sequence[TP]) -> None:
         """NonExistent -> New -> Online: initial leader = first live replica; ISR = live replicas."""
@@ -242,7 +251,7 @@ class PartitionOps:
 
         def elector(tp: TP, cur: PartitionState) -> Election | None:
             return offline_election(
-                self.ctx.assignment.get(tp, ()), cur.isr, live, self.unclean_allowed(tp[0])
+                self.ctx.assignment.get(tp, ()), cur.isr, self.live_for(tp, live), self.unclean_allowed(tp[0])
             )
 
         return elector
@@ -266,14 +275,14 @@ class PartitionOps:
             tp
             for tp, st in ctx.leaders.items()
             if tp[0] not in ctx.topics_to_delete
-            and (ctx.partition_state(tp) in (PS.NEW, PS.OFFLINE) or st.leader not in live)
+            and (ctx.partition_state(tp) in (PS.NEW, PS.OFFLINE) or st.leader not in self.live_for(tp, live))
         ]
 
     async def preferred(self, tps: Sequence[TP]) -> tuple[dict[TP, PartitionState], list[TP]]:
         live = self.election_live()
 
         def elector(tp: TP, cur: PartitionState) -> Election | None:
-            return preferred_election(self.ctx.assignment.get(tp, ()), cur.isr, live)
+            return preferred_election(self.ctx.assignment.get(tp, ()), cur.isr, self.live_for(tp, live))
 
         todo = [
             tp
@@ -297,21 +306,26 @@ class PartitionOps:
         await self.trigger_online_partitions()
 
     async def on_broker_failure(self, dead: Sequence[int]) -> None:
-        """Kafka's onBrokerFailure (OfflinePartition, triggerOnlinePartitionStateChange, then OfflineReplica)
-        with one conditional write per partition: a partition the dead broker led gets its new leader (whose
-        ISR holds live brokers only, so the ISR removal has nothing left to do), one it followed the ISR
-        removal; the context's zkVersion is tried first and only a partition that moved is re-read."""
+        """Kafka's onBrokerFailure: every replica on the dead brokers goes offline."""
+        await self.on_replicas_offline([(tp, b) for b in dead for tp in self.ctx.partitions_on(b)])
+
+    async def on_replicas_offline(self, replicas: Sequence[tuple[TP, int]]) -> None:
+        """Kafka's onReplicasBecomeOffline (OfflinePartition, triggerOnlinePartitionStateChange, then
+        OfflineReplica), for replicas on dead brokers or on a live broker's failed log, with one conditional
+        write per partition: a partition led by a gone replica gets its new leader (whose ISR holds online
+        replicas only, so the ISR removal has nothing left to do), one it followed the ISR removal; the
+        context's zkVersion is tried first and only a partition that moved is re-read."""
         ctx = self.ctx
-        dead_set = set(dead)
+        gone_by_tp = self._by_tp(replicas)
         led = [
             tp
-            for tp, st in ctx.leaders.items()
-            if st.leader in dead_set and tp[0] not in ctx.topics_to_delete
+            for tp, gone in gone_by_tp.items()
+            if (st := ctx.leaders.get(tp)) is not None
+            and st.leader in gone
+            and tp[0] not in ctx.topics_to_delete
         ]
         self.set_partition_state(led, PS.OFFLINE)
         to_elect = set(self._needing_election())
-        replicas = [(tp, b) for b in dead for tp in ctx.partitions_on(b)]
-        gone_by_tp = self._by_tp(replicas)
         self.set_replica_state(replicas, RS.OFFLINE)
         elector = self.offline_elector()
         failed: set[TP] = set()
@@ -392,7 +406,9 @@ class PartitionOps:
         live = self.election_live()
 
         def elector(tp: TP, cur: PartitionState) -> Election | None:
-            return controlled_shutdown_election(ctx.assignment.get(tp, ()), cur.isr, live, ctx.shutting_down)
+            return controlled_shutdown_election(
+                ctx.assignment.get(tp, ()), cur.isr, self.live_for(tp, live), ctx.shutting_down
+            )
 
         await self.elect(led, elector)
         for tp in followed:

@@ -27,6 +27,7 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = ISR_CHANGE_NOTIFICATION + "/isr_change_"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
 
 # ZkData.PersistentZkPaths: created at startup by every broker.
 PERSISTENT_PATHS: tuple[str, ...] = (
@@ -38,7 +39,7 @@ PERSISTENT_PATHS: tuple[str, ...] = (
     BROKER_SEQID,
     ISR_CHANGE_NOTIFICATION,
     LATEST_PRODUCER_ID_BLOCK,
-    "/log_dir_event_notification",
+    LOG_DIR_EVENT_NOTIFICATION,
     CONFIG_TOPICS,
     "/config/clients",
     "/config/users",
@@ -329,6 +330,24 @@ class IsrChangeNotificationZNode:
     @staticmethod
     def decode(data: bytes | None) -> list[tuple[str, int]]:
         return list(_partition_list(data, False))
+
+
+class LogDirEventNotificationZNode:
+    """Kafka's LogDirEventNotificationSequenceZNode: a broker's log dir (here: a partition's log) failed;
+    persistent sequential, deleted by the controller once handled."""
+
+    path_prefix = LOG_DIR_EVENT_NOTIFICATION + "/log_dir_event_"
+    LOG_DIR_FAILURE = 1
+
+    @staticmethod
+    def encode(broker_id: int) -> bytes:
+        return _dumps(
+            {"version": 1, "broker": broker_id, "event": LogDirEventNotificationZNode.LOG_DIR_FAILURE}
+        )
+
+    @staticmethod
+    def decode(data: bytes | None) -> int:
+        return int(_loads(data)["broker"])
 
 
 # --- /cluster/id, /latest_producer_id_block ------------------------------------------------------------

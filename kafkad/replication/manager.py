@@ -71,6 +71,8 @@ class ReplicaManager:
         # Partitions whose files failed (storage's log_offline): KAFKA_STORAGE_ERROR, offline in Metadata.
         self._offline: dict[tuple[str, int], OfflineLog] = {}
         log_manager.on_offline = self._went_offline
+        # told when a partition goes offline at runtime (cluster mode: the log dir event notification)
+        self.offline_listeners: list[Callable[[OfflineLog], None]] = []
 
     def load_from_logs(self) -> int:
         """Wrap every loaded log (after LogManager.load) as a leader partition."""
@@ -131,6 +133,9 @@ class ReplicaManager:
             tp = (ps["topic_name"], ps["partition_index"])
             if self.broker_id not in ps["replicas"]:
                 result[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if tp in self._offline:  # ReplicaManager: HostedPartition.Offline answers KAFKA_STORAGE_ERROR
+                result[tp] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             part = self._partitions.get(tp)
             if part is not None and ps["leader_epoch"] <= part.leader_epoch:
@@ -320,11 +325,14 @@ class ReplicaManager:
         or a periodic pass): drop its Partition, wake its waiters, stop fetching it."""
         tp = (off.topic, off.partition)
         self._offline[tp] = off
+        for listener in self.offline_listeners:
+            listener(off)
         p = self._partitions.pop(tp, None)
         if p is None:
             return
         if self.fetchers is not None:
             self.fetchers.remove([tp])
+        p.offline = True  # a produce wait not yet parked answers at once (Partition.wait_replicated)
         p.wake_waiters()
         for on_follower in self._on_follower:  # e.g. the group coordinator unloads its groups
             on_follower(p)

@@ -97,6 +97,7 @@ class Partition:
         self._followers: dict[int, FollowerState] = {}
         self._hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
+        self.offline = False  # its log failed: the ReplicaManager dropped it; no wait may park here
         self._advance_hw()
 
     @property
@@ -309,7 +310,18 @@ class Partition:
 
     async def wait_replicated(self, last_offset: int) -> None:
         """acks=-1: return once the high watermark covers `last_offset` (Kafka's DelayedProduce); raises
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min.insync.replicas."""
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min.insync.replicas.
+
+        The produce handler's wait starts a loop iteration after its append (asyncio.wait_for makes a
+        Task): a pipelined request may have taken the partition offline or moved its leadership since,
+        failing the waiters there were. Checked first, as DelayedProduce's tryComplete does: such a wait
+        answers at once instead of parking until the request times out."""
+        if self.offline:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{self.topic}-{self.index} is offline")
+        if self.role is not Role.LEADER:
+            raise KafkaError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic}-{self.index}: leadership changed"
+            )
         if self.high_watermark <= last_offset:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             entry = (last_offset, fut)

@@ -5,6 +5,7 @@ Every fixture cleans up whatever the test did to it (killed, paused, half-starte
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,15 @@ import pytest
 
 from tests.cluster.cluster import KafkadCluster
 from tests.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
+
+
+@pytest.fixture()
+def immutable() -> Iterator[list[Path]]:
+    """Directories a test made immutable (`chattr +i`, an I/O error on creating files there): undone."""
+    paths: list[Path] = []
+    yield paths
+    for p in paths:
+        subprocess.run(["chattr", "-i", str(p)], check=False)
 
 
 @pytest.fixture()

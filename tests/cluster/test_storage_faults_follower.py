@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +47,6 @@ def pair(
     c = kafkad_cluster(zk_server.connect_string, 2, overrides=OVERRIDES)
     c.wait_registered([1, 2], timeout_s=30)
     return c.broker(1), c.broker(2)
-
-
-@pytest.fixture()
-def immutable() -> Iterator[list[Path]]:
-    paths: list[Path] = []
-    yield paths
-    for p in paths:
-        subprocess.run(["chattr", "-i", str(p)], check=False)
 
 
 def states(epoch: int, **extra: Any) -> list[dict[str, Any]]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.replication.partition import Partition
 from tests.unit.replication.test_partition import FakeLog
 
@@ -46,5 +49,29 @@ def test_hw_is_the_minimum_over_the_isr_and_completes_waiters_in_order() -> None
         p.update_follower_position(3, 6)
         await asyncio.wait_for(last, 60)
         assert log.high_watermark == 6 and p._hw_waiters == []
+
+    asyncio.run(go())
+
+
+def test_a_wait_starting_after_the_partition_went_offline_or_lost_leadership_answers_at_once() -> None:
+    """The produce handler's acks=all wait runs a loop iteration after its append; a pipelined request's
+    I/O error (or a LeaderAndIsr) meanwhile failed the waiters there were: the late one must not park until
+    the request times out (seen: a 30 s stall of a producer when a leader's log failed)."""
+
+    async def go() -> None:
+        for gone in ("offline", "follower"):
+            p = Partition(FakeLog(), broker_id=1)
+            p.become_leader(1, isr=(1, 2), replicas=(1, 2))
+            p.append_as_leader(memoryview(b"ab"), now_ms=0, required_acks=-1)
+            if gone == "offline":
+                p.offline = True  # as ReplicaManager._went_offline leaves it
+                p.wake_waiters()
+                code = ErrorCode.KAFKA_STORAGE_ERROR
+            else:
+                p.become_follower(2, leader_id=2)
+                code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            with pytest.raises(KafkaError) as e:
+                await asyncio.wait_for(p.wait_replicated(1), 5)
+            assert e.value.code is code
 
     asyncio.run(go())

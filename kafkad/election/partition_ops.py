@@ -218,9 +218,11 @@ class PartitionOps:
         )
 
     # --- elections ------------------------------------------------------------------------------------
-    async def elect(self, tps: Sequence[TP], elector: Elector) -> tuple[dict[TP, PartitionState], list[TP]]:
+    async def elect(
+        self, tps: Sequence[TP], elector: Elector, read_first: bool = True
+    ) -> tuple[dict[TP, PartitionState], list[TP]]:
         """Elect leaders with `elector`; writes states, queues LeaderAndIsr to the live replicas.
-        Returns (elected states, partitions that could not get a leader)."""
+        Returns (elected states, partitions that could not get a leader). read_first: see update_states."""
         failed: list[TP] = []
 
         def change(tp: TP, cur: PartitionState) -> PartitionState | None:
@@ -229,7 +231,7 @@ class PartitionOps:
                 failed.append(tp)
             return new
 
-        written = await self.update_states(tps, change)
+        written = await self.update_states(tps, change, read_first)
         for tp in written:
             self.ctx.partition_states[tp] = PS.ONLINE
             self.batch.add_leader_and_isr(
@@ -376,7 +378,7 @@ class PartitionOps:
         isr = cur.isr if len(cur.isr) == 1 else tuple(b for b in cur.isr if b not in gone)
         return PartitionState(leader, cur.leader_epoch + 1, isr, self.ctx.epoch, cur.zk_version)
 
-    async def replicas_offline(self, replicas: Sequence[tuple[TP, int]]) -> None:
+    async def replicas_offline(self, replicas: Sequence[tuple[TP, int]], read_first: bool = True) -> None:
         """OfflineReplica: drop each from its partition's ISR (leader epoch + 1), as removeReplicasFromIsr;
         a leader that is removed leaves the partition leaderless (-1), and the last ISR member stays."""
         ctx = self.ctx
@@ -386,7 +388,7 @@ class PartitionOps:
         def change(tp: TP, cur: PartitionState) -> PartitionState | None:
             return self._isr_removal(cur, by_tp[tp])
 
-        written = await self.update_states([tp for tp in by_tp if tp in ctx.leaders], change)
+        written = await self.update_states([tp for tp in by_tp if tp in ctx.leaders], change, read_first)
         for tp, st in written.items():
             if st.leader == NO_LEADER:
                 ctx.partition_states[tp] = PS.OFFLINE
@@ -410,10 +412,13 @@ class PartitionOps:
                 ctx.assignment.get(tp, ()), cur.isr, self.live_for(tp, live), ctx.shutting_down
             )
 
-        await self.elect(led, elector)
+        # Decided on the context's states, as Kafka does; each write is conditional on the state's zkVersion,
+        # so one a leader changed meanwhile (an ISR change not yet notified) fails alone and is re-read.
+        # Reading all of them first cost 1,000 ZooKeeper reads (~0.3 s) before acting for 1,000 partitions.
+        await self.elect(led, elector, read_first=False)
         for tp in followed:
             self.batch.add_stop_replica(broker, tp, delete=False)
-        await self.replicas_offline([(tp, broker) for tp in followed])
+        await self.replicas_offline([(tp, broker) for tp in followed], read_first=False)
         # Still led by it, among those another live replica could take (Kafka also lists partitions with no
         # other live replica; the broker would only retry in vain, so the last broker up stops at once).
         return [

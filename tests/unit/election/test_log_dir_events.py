@@ -38,18 +38,23 @@ class _Channel:
         }
 
 
-async def _setup() -> tuple[FakeZk, Controller, _Channel]:
+async def _setup(
+    parts: dict[int, tuple[int, ...]] | None = None, controller_id: int = 1
+) -> tuple[FakeZk, Controller, _Channel]:
+    """Brokers 1-3 registered (their ports refuse), topic t, an active controller whose channel records."""
     zk = FakeZk()
     for path in Z.PERSISTENT_PATHS:
         await zk.ensure_path(path)
     for b in (1, 2, 3):
         info = Z.BrokerInfo(b, "127.0.0.1", 1, None)
         await zk.create(Z.BrokerIdZNode.path(b), Z.BrokerIdZNode.encode(info), ephemeral=True)
-    a = Z.TopicAssignment({0: (1, 2, 3), 1: (2, 1, 3)}, TOPIC_ID)
-    await zk.create(Z.TopicZNode.path("t"), Z.TopicZNode.encode(a))
-    c = Controller(zk, 1, ControllerSettings(auto_leader_rebalance=False))  # type: ignore[arg-type]
+    parts = parts or {0: (1, 2, 3), 1: (2, 1, 3)}
+    await zk.create(Z.TopicZNode.path("t"), Z.TopicZNode.encode(Z.TopicAssignment(parts, TOPIC_ID)))
+    c = Controller(zk, controller_id, ControllerSettings(auto_leader_rebalance=False))  # type: ignore[arg-type]
     c.start()
-    await _until(lambda: c.active and len(c.ctx.leaders) == 2, "controller elected, partitions online")
+    await _until(
+        lambda: c.active and len(c.ctx.leaders) == len(parts), "controller elected, partitions online"
+    )
     assert c.channel is not None
     c.channel.close()
     ch = _Channel()

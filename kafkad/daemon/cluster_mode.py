@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafkad.election import znodes as Z
 from kafkad.election.admin import ClusterAdmin, ZkProducerIds
+from kafkad.election.change_notifications import notification_seq as _seq
+from kafkad.election.change_notifications import purge_obsolete
 from kafkad.election.controller import Controller, ControllerSettings
 from kafkad.election.isr_writer import IsrWriter
 from kafkad.election.zk_client import (
@@ -258,6 +260,7 @@ class ClusterMode:
         self._last_change = max((_seq(c) for c in changes), default=-1)
         for topic in await self.zk.children(Z.CONFIG_TOPICS):
             await self._apply_topic_config(topic)
+        await purge_obsolete(self.zk, Z.CONFIG_CHANGES, changes)
 
     def _watch_changes(self, e: WatchedEvent) -> None:
         if not self._closing and not session_event(e):  # a dropped watch: set again on CONNECTED
@@ -283,6 +286,7 @@ class ClusterMode:
                 dynamic = self.broker.services.get("dynamic_config")  # daemon/dynamic_config.py
                 if dynamic is not None:
                     await dynamic.reload()
+        await purge_obsolete(self.zk, Z.CONFIG_CHANGES, changes)
 
     async def _apply_topic_config(self, topic: str) -> None:
         assert self.admin is not None and self.broker is not None
@@ -355,11 +359,6 @@ class ClusterMode:
         for t in list(self._tasks):
             t.cancel()
         await self.zk.close()
-
-
-def _seq(name: str) -> int:
-    digits = name[-10:]
-    return int(digits) if digits.isdigit() else -1
 
 
 def _int(config: BrokerConfig, name: str) -> int:

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kafkad.election.change_notifications import purge_obsolete
 from kafkad.election.zk_client import (
     ZK_CONNECTION_ERRORS,
     NodeExistsError,
@@ -75,9 +76,10 @@ class ZkSecurityStore:
                 for name in await zk.children(f"{root}/{tname}"):
                     await self._load_resource(ptype, TYPES[tname], name)
         for path in (CONFIG_CHANGES, *ACL_CHANGES.values()):
-            self._last[path] = max(
-                (_seq(c) for c in await zk.children(path, watch=self._watcher(path))), default=-1
-            )
+            kids = await zk.children(path, watch=self._watcher(path))
+            self._last[path] = max((_seq(c) for c in kids), default=-1)
+            if path != CONFIG_CHANGES:  # /config/changes: cluster_mode purges it
+                await purge_obsolete(zk, path, kids)
         self._on_acls(self.load())
         zk.add_state_listener(self._on_zk_state)
         log.info("security store: %d SCRAM users, %d ACLs from ZooKeeper", len(self._users), len(self.load()))
@@ -226,6 +228,8 @@ class ZkSecurityStore:
                         acls_changed = True
             if acls_changed:
                 self._on_acls(self.load())
+            if path != CONFIG_CHANGES:  # /config/changes: cluster_mode purges it
+                await purge_obsolete(self._zk, path, kids)
         except ZK_CONNECTION_ERRORS as e:  # redone (and watched again) on reconnect
             log.warning("security store: ZooKeeper connection lost reading %s: %r", path, e)
         except Exception:

@@ -10,6 +10,7 @@ raises SessionExpiredError until `new_session()` (listeners then hear CONNECTED 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ class _Node:
     version: int = 0
     owner: int = 0
     seq: int = 0
+    ctime: int = 0  # ms, ZooKeeper's clock
 
 
 @dataclass
@@ -41,11 +43,15 @@ class FakeZk:
     child_watches: dict[str, list[Watch]] = field(default_factory=dict)
     listeners: list[Callable[[ZkState, bool], None]] = field(default_factory=list)
     calls: int = 0
+    clock_ms: float = field(default_factory=lambda: time.time() * 1000)  # ctime of what is created now
 
     # --- session -----------------------------------------------------------------------------------
     @property
     def session_id(self) -> int | None:
         return self.session if self.connected else None
+
+    async def close(self) -> None:
+        self.connected = False
 
     def add_state_listener(self, listener: Callable[[ZkState, bool], None]) -> None:
         self.listeners.append(listener)
@@ -78,7 +84,7 @@ class FakeZk:
     def _stat(self, path: str) -> ZnodeStat:
         n = self.nodes[path]
         kids = len(self._kids(path))
-        return ZnodeStat(n.czxid, n.czxid, 0, 0, n.version, 0, 0, n.owner, len(n.data), kids, 0)
+        return ZnodeStat(n.czxid, n.czxid, n.ctime, n.ctime, n.version, 0, 0, n.owner, len(n.data), kids, 0)
 
     def _kids(self, path: str) -> list[str]:
         prefix = path.rstrip("/") + "/"
@@ -106,7 +112,9 @@ class FakeZk:
         if path in self.nodes:
             raise NodeExistsError()
         self.zxid += 1
-        self.nodes[path] = _Node(value, self.zxid, owner=self.session if ephemeral else 0)
+        self.nodes[path] = _Node(
+            value, self.zxid, owner=self.session if ephemeral else 0, ctime=int(self.clock_ms)
+        )
         self._fire(self.data_watches, path, EventType.CREATED)
         self._fire(self.child_watches, parent, EventType.CHILD)
         return path

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import statistics
 import tempfile
@@ -209,6 +210,7 @@ def main() -> None:
         pool.close()
         c.stop()
         zk.stop()
+        shutil.rmtree(work, ignore_errors=True)  # three brokers' copies of several GiB each
 
 
 if __name__ == "__main__":

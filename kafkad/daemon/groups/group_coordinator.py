@@ -96,7 +96,12 @@ class GroupCoordinator(MembershipCoordinator):
         member_id: str,
         instance_id: str | None,
         offsets: Mapping[TopicPartition, OffsetCommit],
+        *,
+        pending: dict[TopicPartition, OffsetValue] | None = None,
     ) -> dict[TopicPartition, ErrorCode]:
+        """Validate and append the commit. The offsets are visible to OffsetFetch at once, or, with
+        `pending` (cluster mode: the append must reach the ISR first), put there for `apply_commit`
+        once it has (Kafka's pendingOffsetCommits: a commit that fails to replicate is never served)."""
         if not group_id:
             return dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
         group = self.groups.get(group_id)
@@ -134,7 +139,10 @@ class GroupCoordinator(MembershipCoordinator):
                 code = _store_error(exc)
                 results.update(dict.fromkeys(accepted, code))
                 return results
-            group.offsets.update(accepted)
+            if pending is None:
+                group.offsets.update(accepted)
+            else:
+                pending.update(accepted)
             if results:
                 results.update(dict.fromkeys(accepted, ErrorCode.NONE))
             else:
@@ -143,6 +151,12 @@ class GroupCoordinator(MembershipCoordinator):
         if member is not None:
             self._touch(group, member)
         return results
+
+    def apply_commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetValue]) -> None:
+        """A `pending` commit is replicated: OffsetFetch serves it (unless the group went meanwhile)."""
+        group = self.groups.get(group_id)
+        if group is not None and group.state is not GroupState.DEAD:
+            group.offsets.update(offsets)
 
     @staticmethod
     def _validate_commit(

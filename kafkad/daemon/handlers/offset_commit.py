@@ -10,6 +10,7 @@ from typing import Any
 from kafkad.daemon.groups import OffsetCommit
 from kafkad.daemon.groups.ownership import SERVICE_KEY as OWNERSHIP_KEY
 from kafkad.daemon.groups.ownership import check_coordinator, commit_replicated
+from kafkad.daemon.groups.records import OffsetValue
 from kafkad.daemon.groups.service import coordinator_if_ready, ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
@@ -46,18 +47,23 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 p.get("committed_leader_epoch", -1),
                 p.get("committed_metadata"),
             )
+    own = ctx.broker.services.get(OWNERSHIP_KEY)  # cluster mode: answer once the offsets are replicated
+    group_id = b["group_id"] or ""
+    pending: dict[tuple[str, int], OffsetValue] | None = None if own is None else {}
     results = coordinator.commit_offsets(
-        b["group_id"] or "",
+        group_id,
         b["generation_id_or_member_epoch"],
         b["member_id"] or "",
         b.get("group_instance_id"),
         offsets,
+        pending=pending,
     )
-    own = ctx.broker.services.get(OWNERSHIP_KEY)  # cluster mode: answer once the offsets are replicated
-    if own is not None and ErrorCode.NONE in results.values():
-        failed = await commit_replicated(own, b["group_id"] or "")
+    if own is not None and pending:
+        failed = await commit_replicated(own, group_id)
         if failed is not None:
             results = {tp: failed if code is ErrorCode.NONE else code for tp, code in results.items()}
+        else:
+            coordinator.apply_commit(group_id, pending)
     return {
         "throttle_time_ms": 0,
         "topics": [

@@ -1,6 +1,7 @@
 """Cluster mode: the coordinator appends to __consumer_offsets as Kafka's offsets.commit.required.acks=-1.
 An OffsetCommit is refused (COORDINATOR_NOT_AVAILABLE, nothing stored) when the partition's ISR is below
-min.insync.replicas, and a SyncGroup is answered only once the assignment record is replicated. Real
+min.insync.replicas; a commit is served by OffsetFetch and a SyncGroup answered only once the record is
+replicated. Real
 LogManager and handlers; the partition's follower is driven by update_follower_position, as a fetch would."""
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ def commit_body(offset: int) -> dict[str, Any]:
     }
 
 
-def fetched_offset(b: Broker) -> int:
+async def fetched_offset(b: Broker) -> int:
     body = {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}
-    out = asyncio.run(call(b, ApiKey.OFFSET_FETCH, 5, body))
+    out = await call(b, ApiKey.OFFSET_FETCH, 5, body)
     return int(out["topics"][0]["partitions"][0]["committed_offset"])
 
 
@@ -70,7 +71,7 @@ def test_commit_with_isr_below_min_insync_is_refused_and_not_stored(tmp_path: Pa
     out = asyncio.run(call(b, ApiKey.OFFSET_COMMIT, 7, commit_body(42)))
     assert out["topics"][0]["partitions"][0]["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert part.log_end_offset == 0  # nothing appended (Kafka: NOT_ENOUGH_REPLICAS before the append)
-    assert fetched_offset(b) == -1
+    assert asyncio.run(fetched_offset(b)) == -1
 
 
 def test_commit_and_sync_group_wait_for_the_isr(tmp_path: Path) -> None:
@@ -107,9 +108,11 @@ def test_commit_and_sync_group_wait_for_the_isr(tmp_path: Path) -> None:
             await asyncio.sleep(0)
         assert part.log_end_offset >= 2  # the commit and the assignment are appended...
         assert not commit.done() and not sync.done()  # ...but follower 2 has neither
+        assert await fetched_offset(b) == -1  # and OffsetFetch does not serve it yet (Kafka's pending)
         part.update_follower_position(2, part.log_end_offset)
         return await asyncio.wait_for(commit, 10), await asyncio.wait_for(sync, 10)
 
     committed, synced = asyncio.run(go())
     assert committed["topics"][0]["partitions"][0]["error_code"] == 0
+    assert asyncio.run(fetched_offset(b)) == 7
     assert synced["error_code"] == 0 and bytes(synced["assignment"]) == b"A"

@@ -150,7 +150,7 @@ class BrokerChannel:
         now = wire.loop.time()
         soonest = None
         for _, _, fut, deadline in self._pending.values():
-            if fut.done():
+            if fut.done() or deadline == _NO_DEADLINE:  # answered, or request's own timeout applies
                 continue
             if deadline <= now:
                 fut.set_exception(TimeoutError(f"{self}: request timed out"))

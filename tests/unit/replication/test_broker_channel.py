@@ -300,3 +300,24 @@ def test_send_raw_answers_with_the_frame_and_times_out_through_the_watchdog() ->
         ch.close()
 
     run(t)
+
+
+def test_watchdog_leaves_requests_with_their_own_timeout_alone() -> None:
+    """A request() in flight (its own asyncio timeout) beside send_raw ones: the watchdog neither fails
+    it nor re-arms for it, and it is answered."""
+
+    async def t(server: WireServer) -> None:
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=200)
+        await ch.request_raw(fetch_frame())
+        fut = ch.send_raw(fetch_frame())
+        assert fut is not None
+        await fut
+        server.mode, server.batch = "reverse", 2  # hold the next answer until a second request comes
+        slow = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(3)))
+        await asyncio.sleep(0.35)  # the watchdog fired meanwhile with only `slow` pending
+        with pytest.raises(TimeoutError):
+            await slow  # its own 200 ms timeout, not the watchdog's
+        assert ch._watchdog is None
+        ch.close()
+
+    run(t)

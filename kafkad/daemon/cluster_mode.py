@@ -59,6 +59,7 @@ class ClusterMode:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._log_dir_event_pending = False
+        self._log_dir_event_unsent = False  # its write failed: written once connected again
 
     # --- before the logs load --------------------------------------------------------------------------
     @classmethod
@@ -209,6 +210,8 @@ class ClusterMode:
             return
         if state is ZkState.CONNECTED:
             self._spawn(self._config_changes())  # kazoo dropped the watch on the connection loss
+            if self._log_dir_event_unsent:
+                self._log_failed(None)
         if state is ZkState.CONNECTED and new_session:
             self._spawn(self._reregister())
             return
@@ -249,8 +252,10 @@ class ClusterMode:
                 Z.LogDirEventNotificationZNode.encode(self.broker.broker_id),
                 sequence=True,
             )
-        except ZK_CONNECTION_ERRORS as e:  # the next controller asks every broker on failover anyway
-            log.warning("cannot write the log dir event notification: %r", e)
+            self._log_dir_event_unsent = False
+        except ZK_CONNECTION_ERRORS as e:
+            log.warning("cannot write the log dir event notification now (written once connected): %r", e)
+            self._log_dir_event_unsent = True
         finally:
             self._log_dir_event_pending = False
 

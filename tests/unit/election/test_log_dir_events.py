@@ -123,3 +123,39 @@ def test_the_notification_znode_is_kafkas() -> None:
     assert json.loads(data) == {"version": 1, "broker": 7, "event": 1}
     assert Z.LogDirEventNotificationZNode.decode(data) == 7
     assert Z.LogDirEventNotificationZNode.path_prefix == "/log_dir_event_notification/log_dir_event_"
+
+
+def test_the_broker_writes_the_notification_and_again_once_connected_if_it_could_not() -> None:
+    from types import SimpleNamespace
+
+    from kafkad.daemon.cluster_mode import ClusterMode
+    from kafkad.election.zk_client import ZkState
+
+    async def main() -> None:
+        zk = FakeZk()
+        for path in Z.PERSISTENT_PATHS:
+            await zk.ensure_path(path)
+        cm = ClusterMode(None, zk, "cluster")  # type: ignore[arg-type]
+        cm.broker = SimpleNamespace(broker_id=2)  # type: ignore[assignment]
+        cm.controller = SimpleNamespace(on_zk_state=lambda *_a: None)  # type: ignore[assignment]
+
+        def brokers() -> list[int]:
+            kids = zk._kids(Z.LOG_DIR_EVENT_NOTIFICATION)
+            return [
+                Z.LogDirEventNotificationZNode.decode(zk.nodes[f"{Z.LOG_DIR_EVENT_NOTIFICATION}/{k}"].data)
+                for k in kids
+            ]
+
+        cm._log_failed(None)
+        await _until(lambda: brokers() == [2], "the notification written")
+        zk.connected = False  # the connection drops: the write fails
+        cm._log_failed(None)
+        await asyncio.sleep(0.01)
+        assert brokers() == [2]
+        zk.connected = True
+        cm._on_state(ZkState.CONNECTED, False)
+        await _until(lambda: brokers() == [2, 2], "written once connected again")
+        cm.controller = None
+        await cm.close()
+
+    asyncio.run(main())

@@ -309,15 +309,19 @@ def test_watchdog_leaves_requests_with_their_own_timeout_alone() -> None:
     async def t(server: WireServer) -> None:
         ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=200)
         await ch.request_raw(fetch_frame())
-        fut = ch.send_raw(fetch_frame())
+        loop = asyncio.get_running_loop()
+        fut = ch.send_raw(fetch_frame())  # arms the watchdog for 200 ms from now
+        armed = loop.time()
         assert fut is not None
         await fut
+        await asyncio.sleep(0.1)
         server.mode, server.batch = "reverse", 2  # hold the next answer until a second request comes
         slow = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(3)))
-        await asyncio.sleep(0.35)  # the watchdog fired meanwhile with only `slow` pending
+        await asyncio.sleep(armed + 0.25 - loop.time())  # the watchdog fired, `slow` alone pending
+        assert not slow.done()
+        assert ch._watchdog is None  # not re-armed for a request that has its own timeout
         with pytest.raises(TimeoutError):
-            await slow  # its own 200 ms timeout, not the watchdog's
-        assert ch._watchdog is None
+            await slow  # its own 200 ms timeout
         ch.close()
 
     run(t)

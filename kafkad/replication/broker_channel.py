@@ -12,7 +12,10 @@ connection (its in-order replies can no longer be trusted to arrive), failing th
 
 Response bodies come from `kafkad.protocol.decode_response`; "records" fields are memoryviews into the
 response frame, a bytearray per frame that the socket is read into directly (asyncio.BufferedProtocol), so
-a follower appends fetched batches with no copy between the kernel and its segment write.
+a follower appends fetched batches with no copy between the kernel and its segment write. The follower's
+fetches skip the codec both ways (`request_raw` / `send_raw`: an encoded request in, the response frame out)
+and, once connected, the per-request coroutine and timer too (`send_raw`: one watchdog timer per channel
+enforces `request_timeout_ms` for them).
 
 Runs on the event loop; never blocks.
 """

@@ -12,7 +12,10 @@ carrying every partition it follows from that broker, in two states per partitio
   tail is dropped, never merged.
 - fetching: Fetch v11 with replica_id, fetch_offset = our log end, current_leader_epoch; the leader's
   batches are appended byte for byte (AppendOrigin.REPLICATION keeps offsets, epochs and producer state as
-  the leader wrote them) and our HW becomes min(leader's HW, our LEO).
+  the leader wrote them) and our HW becomes min(leader's HW, our LEO). A partition that returned records
+  moves to the end of the next request (Kafka's PartitionStates.updateAndMoveToEnd), so a response cut by
+  max_bytes starves none. Requests are encoded by fetch_request.FetchEncoder and responses decoded by
+  fetch_response.decode_fetch_response (no schema codec on the per-fetch path).
 
 Errors: NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / UNKNOWN_TOPIC_OR_PARTITION put
 the partition aside for replica.fetch.backoff.ms (the controller's next LeaderAndIsr settles it);

@@ -12,7 +12,6 @@ DEB_TEST_PACKAGES := kcat openssl libsystemd-dev pkg-config systemd rpm iproute2
 # Spark binds the loopback address, not eth0's (environment.md).
 export SPARK_LOCAL_IP := 127.0.0.1
 TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/cluster tests/chaos tests/packaging tests/spark \
-              --deselect tests/chaos/test_chaos_cluster.py \
               tests/bench/test_bench_helpers.py
 
 .PHONY: install run run-cluster test test-unit test-integration test-spark test-packaging deb-deps packages \

@@ -22,9 +22,10 @@ chunks go through SendfileWriter after the transport buffer has drained (detecte
 buffer high-water mark to 0 and waiting for resume_writing). Reading pauses while too many requests are
 queued or the peer stops reading its responses.
 
-On a TLS transport there is no sendfile (the bytes must be encrypted): FileSlice chunks are read with
-pread in 1 MiB pieces (in the executor: only pieces up to 64 KiB are read on the event loop) and written to
-the transport (the copy path), honouring its flow control. On TLS
+On a TLS transport there is no sendfile (the bytes must be encrypted): FileSlice chunks are read in 1 MiB
+pieces and written to the transport (the copy path), honouring its flow control. A piece the page cache holds
+is read on the event loop (preadv2 RWF_NOWAIT never waits for the disk); one it does not is read in the
+executor, so a cold read never stalls the loop. On TLS
 and SASL listeners the "dispatcher" is the connection's security Session (kafkad.security.session),
 which gates and labels requests before handing them to the real Dispatcher.
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import errno
 import logging
 import os
 import socket
@@ -50,7 +52,26 @@ _HIGH_WATER = 4 << 20  # transport buffer above which we stop reading until the 
 SCRATCH_BYTES = 256 << 10  # one read's worth: many pipelined frames per recv
 _DIRECT_MIN = 64 << 10  # a body missing at least this much is received straight into itself
 _COPY_PIECE = 1 << 20  # TLS copy path: bytes of a file slice read and written at a time
-_INLINE_READ = 64 << 10  # TLS copy path: a piece up to this size is read on the loop, larger in the executor
+_RWF_NOWAIT: int | None = getattr(os, "RWF_NOWAIT", None)
+
+
+def _cached_read(fd: int, n: int, pos: int) -> bytes | memoryview:
+    """Up to `n` bytes at `pos` if the page cache has them (preadv2 RWF_NOWAIT: never waits for the disk),
+    else b"" (also where RWF_NOWAIT is missing): the caller reads them in the executor."""
+    if _RWF_NOWAIT is None:
+        return b""
+    buf = bytearray(n)
+    try:
+        got = os.preadv(fd, [buf], pos, _RWF_NOWAIT)
+    except BlockingIOError:  # EAGAIN: the first page is not cached
+        return b""
+    except OSError as e:
+        if e.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system without RWF_NOWAIT reads
+            return b""
+        raise
+    return memoryview(buf)[:got] if got else b""
+
+
 _unpack_size = struct.Struct(">i").unpack_from
 _BYTES = (bytes, bytearray, memoryview)
 
@@ -388,9 +409,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         loop = asyncio.get_running_loop()
         while pos < end:
             n = min(_COPY_PIECE, end - pos)
-            if n <= _INLINE_READ:  # a page-cache read of this size costs less than the executor's hop
-                data = os.pread(fd, n, pos)
-            else:  # a cold 1 MiB read would stall every connection on the loop
+            data: bytes | memoryview = _cached_read(fd, n, pos)
+            if not data:  # not in the page cache: a disk read would stall every connection on the loop
                 data = await loop.run_in_executor(None, os.pread, fd, n, pos)
             if not data:
                 raise ConnectionError(f"file ended {end - pos} bytes early (fd {fd} at {pos})")

@@ -179,9 +179,10 @@ def test_idle_since_ignores_in_flight_requests() -> None:
     asyncio.run(go())
 
 
-def test_copy_path_reads_large_file_slices_off_the_event_loop(tmp_path: Any, monkeypatch: Any) -> None:
-    """TLS has no sendfile: a file slice is pread and written; a piece larger than 64 KiB is read in the
-    executor (the loop's thread would stall every connection on a cold read), a small one on the loop."""
+def test_copy_path_reads_cold_pieces_off_the_event_loop(tmp_path: Any, monkeypatch: Any) -> None:
+    """TLS has no sendfile: a file slice is read and written. Pieces the page cache holds are read on the
+    loop (preadv2 RWF_NOWAIT); a piece it does not hold (the file's pages dropped with
+    POSIX_FADV_DONTNEED) is read in the executor: a disk read must not stall every connection."""
     import os
     import threading
 
@@ -191,11 +192,11 @@ def test_copy_path_reads_large_file_slices_off_the_event_loop(tmp_path: Any, mon
     path = tmp_path / "segment.log"
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
-    threads: list[tuple[int, bool]] = []
+    executor_reads: list[tuple[int, bool]] = []
     real_pread = os.pread
 
     def pread(f: int, n: int, pos: int) -> bytes:  # the real read, noting the thread it ran on
-        threads.append((n, threading.current_thread() is threading.main_thread()))
+        executor_reads.append((pos, threading.current_thread() is threading.main_thread()))
         return real_pread(f, n, pos)
 
     monkeypatch.setattr("kafkad.daemon.connection.os.pread", pread)
@@ -204,7 +205,7 @@ def test_copy_path_reads_large_file_slices_off_the_event_loop(tmp_path: Any, mon
         def dispatch(self, frame: bytearray, peer: str) -> Any:
             return [b"head", FileSlice(fd, 0, len(data)), FileSlice(fd, 10, 100)]
 
-    async def go() -> bytes:
+    async def serve() -> bytes:
         d = SliceDispatcher()
         conn = KafkaConnection(cast(Dispatcher, d), max_request_bytes=1000, max_queued=100, tls=True)
         t = FakeTransport()
@@ -218,8 +219,13 @@ def test_copy_path_reads_large_file_slices_off_the_event_loop(tmp_path: Any, mon
         return bytes(t.out)
 
     try:
-        out = asyncio.run(go())
+        hot = asyncio.run(serve())  # just written: in the page cache
+        assert executor_reads == []
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        cold = asyncio.run(serve())
     finally:
         os.close(fd)
-    assert out == b"head" + data + data[10:110]
-    assert threads == [(1 << 20, False), (1 << 20, False), (300, True), (100, True)]
+    assert hot == cold == b"head" + data + data[10:110]
+    assert executor_reads and executor_reads[0] == (0, False)  # the first piece, off the loop's thread
+    assert all(not on_loop for _, on_loop in executor_reads)

@@ -38,6 +38,8 @@ OVERRIDES = {
     "replica.fetch.backoff.ms": "200",
     "unclean.leader.election.enable": "false",
 }
+# the tests that wait for a killed broker's session to expire, several times over, expire it sooner
+FAST_EXPIRY = {**OVERRIDES, "zookeeper.session.timeout.ms": "4000"}
 
 
 def replica_bytes(c: KafkadCluster, bid: int, topic: str, partition: int) -> bytes:
@@ -114,7 +116,7 @@ FAULTS = [
 def test_acks_all_survives_leader_bounces_exactly_once_and_replicas_match(
     zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
 ) -> None:
-    c = kafkad_cluster(zk_server.connect_string, 3, overrides=OVERRIDES)
+    c = kafkad_cluster(zk_server.connect_string, 3, overrides=FAST_EXPIRY)
     c.wait_registered([1, 2, 3], timeout_s=30)
     c.wait_controller(timeout_s=30)
     assert create_topic(c.bootstrap.split(",")[0], TOPIC, 1, 3)["error_code"] == 0
@@ -252,7 +254,11 @@ def test_group_coordinator_follows_offsets_leadership(
     c = kafkad_cluster(
         zk_server.connect_string,
         3,
-        overrides={**OVERRIDES, "offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "3"},
+        overrides={
+            **FAST_EXPIRY,
+            "offsets.topic.num.partitions": "3",
+            "offsets.topic.replication.factor": "3",
+        },
     )
     c.wait_registered([1, 2, 3], timeout_s=30)
     c.wait_controller(timeout_s=30)

@@ -60,6 +60,9 @@ class ClusterMode:
         self._closing = False
         self._log_dir_event_pending = False
         self._log_dir_event_unsent = False  # its write failed: written once connected again
+        # a new session's re-registration was interrupted by the connection (the session lives on:
+        # the next CONNECTED is no new session, so it must be redone then)
+        self._registration_due = False
 
     # --- before the logs load --------------------------------------------------------------------------
     @classmethod
@@ -212,17 +215,19 @@ class ClusterMode:
             self._spawn(self._config_changes())  # kazoo dropped the watch on the connection loss
             if self._log_dir_event_unsent:
                 self._log_failed(None)
-        if state is ZkState.CONNECTED and new_session:
+        if state is ZkState.CONNECTED and (new_session or self._registration_due):
             self._spawn(self._reregister())
             return
         self.controller.on_zk_state(state, new_session)
 
     async def _reregister(self) -> None:
+        self._registration_due = True
         try:
             await self._register()
-        except ZK_CONNECTION_ERRORS as e:  # lost again meanwhile: the next new session registers
+        except ZK_CONNECTION_ERRORS as e:  # lost again meanwhile: redone at the next CONNECTED
             log.warning("re-registration interrupted: %r", e)
             return
+        self._registration_due = False
         assert self.broker is not None and self.controller is not None
         cache = self.broker.services.get("metadata_cache")
         if cache is not None:

@@ -4,16 +4,34 @@ commit if no client looked up the coordinator before)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from kafkad.daemon.groups import OffsetCommit
+from kafkad.daemon.groups import GroupCoordinator, OffsetCommit
 from kafkad.daemon.groups.ownership import SERVICE_KEY as OWNERSHIP_KEY
-from kafkad.daemon.groups.ownership import check_coordinator, commit_replicated
+from kafkad.daemon.groups.ownership import GroupOwnership, check_coordinator, commit_replicated
 from kafkad.daemon.groups.records import OffsetValue
 from kafkad.daemon.groups.service import coordinator_if_ready, ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
+
+# Cluster mode: commits waiting for their partition's ISR. The wait and the apply run in their own task,
+# so a commit whose client disconnects (the handler is cancelled) is still served once replicated, as
+# the record in the log is (Kafka's append callback runs whoever waits).
+_REPLICATING: set[asyncio.Task[ErrorCode | None]] = set()
+
+
+async def _replicate_then_apply(
+    own: GroupOwnership,
+    coordinator: GroupCoordinator,
+    group_id: str,
+    pending: Mapping[tuple[str, int], OffsetValue],
+) -> ErrorCode | None:
+    failed = await commit_replicated(own, group_id)
+    if failed is None:
+        coordinator.apply_commit(group_id, pending)
+    return failed
 
 
 def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
@@ -59,11 +77,12 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         pending=pending,
     )
     if own is not None and pending:
-        failed = await commit_replicated(own, group_id)
+        task = asyncio.ensure_future(_replicate_then_apply(own, coordinator, group_id, pending))
+        _REPLICATING.add(task)
+        task.add_done_callback(_REPLICATING.discard)
+        failed = await asyncio.shield(task)
         if failed is not None:
             results = {tp: failed if code is ErrorCode.NONE else code for tp, code in results.items()}
-        else:
-            coordinator.apply_commit(group_id, pending)
     return {
         "throttle_time_ms": 0,
         "topics": [

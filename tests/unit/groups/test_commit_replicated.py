@@ -116,3 +116,25 @@ def test_commit_and_sync_group_wait_for_the_isr(tmp_path: Path) -> None:
     assert committed["topics"][0]["partitions"][0]["error_code"] == 0
     assert asyncio.run(fetched_offset(b)) == 7
     assert synced["error_code"] == 0 and bytes(synced["assignment"]) == b"A"
+
+
+def test_a_commit_whose_client_left_is_served_once_replicated(tmp_path: Path) -> None:
+    """The connection closing cancels the handler (KafkaConnection.connection_lost) while the commit waits
+    for the ISR: the record is in the log and replicates anyway, so OffsetFetch must serve it then, as
+    Kafka's append callback does whoever waits (else the coordinator serves an older offset than the
+    one a failover would load from the log)."""
+    b, part = cluster_broker(tmp_path, isr=[0, 2])
+
+    async def go() -> int:
+        commit = asyncio.ensure_future(call(b, ApiKey.OFFSET_COMMIT, 7, commit_body(9)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert part.log_end_offset == 1 and not commit.done()
+        commit.cancel()  # the client went away
+        await asyncio.gather(commit, return_exceptions=True)
+        part.update_follower_position(2, part.log_end_offset)  # follower 2 has it now
+        for _ in range(20):
+            await asyncio.sleep(0)
+        return await fetched_offset(b)
+
+    assert asyncio.run(go()) == 9

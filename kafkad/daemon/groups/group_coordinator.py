@@ -226,7 +226,7 @@ class GroupCoordinator(MembershipCoordinator):
         records: list[KeyValue] = [offset_record(group.group_id, t, p, None) for (t, p) in group.offsets]
         records.append(group_tombstone(group.group_id))
         try:
-            self.store.write(group.group_id, records)
+            self.store.write(group.group_id, records, cleanup=True)
         except Exception as exc:
             log.warning("group %s: delete not persisted: %s", group.group_id, exc)
             return _store_error(exc)
@@ -267,7 +267,9 @@ class GroupCoordinator(MembershipCoordinator):
         present = [tp for tp in deletable if tp in group.offsets]
         if present:
             try:
-                self.store.write(group_id, [offset_record(group_id, t, p, None) for (t, p) in present])
+                self.store.write(
+                    group_id, [offset_record(group_id, t, p, None) for (t, p) in present], cleanup=True
+                )
             except Exception as exc:
                 log.warning("group %s: offset delete not persisted: %s", group_id, exc)
                 return _store_error(exc), {}
@@ -380,7 +382,7 @@ class GroupCoordinator(MembershipCoordinator):
             if not records:
                 continue
             try:
-                self.store.write(group.group_id, records)
+                self.store.write(group.group_id, records, cleanup=True)
             except Exception:
                 log.exception("group %s: writing expiry tombstones failed", group.group_id)
                 continue

@@ -188,7 +188,7 @@ class LogGroupStore:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC}-{index} is not available")
         return part
 
-    def write(self, group_id: str, records: Sequence[KeyValue]) -> None:
+    def write(self, group_id: str, records: Sequence[KeyValue], *, cleanup: bool = False) -> None:
         if not records:
             return
         now = self.clock.time_ms()
@@ -202,7 +202,8 @@ class LogGroupStore:
             batch = self._one_record_batch(records[0][0], records[0][1], now)
         else:
             batch = _offsets_batch(records, now)
-        part.append_as_leader(memoryview(batch), now_ms=now, required_acks=self._required_acks)
+        acks = 1 if cleanup else self._required_acks  # Kafka's cleanupGroupMetadata appends with acks=1
+        part.append_as_leader(memoryview(batch), now_ms=now, required_acks=acks)
 
     def _one_record_batch(self, key: bytes, value: bytes, timestamp: int) -> bytearray:
         """_offsets_batch(((key, value),), timestamp), from the key's template when the value size

@@ -31,7 +31,9 @@ KeyValue = tuple[bytes, bytes | None]
 
 
 class GroupStore(Protocol):
-    def write(self, group_id: str, records: Sequence[KeyValue]) -> None: ...
+    def write(self, group_id: str, records: Sequence[KeyValue], *, cleanup: bool = False) -> None:
+        """Persist `records`; `cleanup`: tombstones of a group/offset deletion or expiry, which Kafka's
+        cleanupGroupMetadata appends with acks=1 (everything else: offsets.commit.required.acks)."""
 
 
 class MemoryStore:
@@ -41,7 +43,7 @@ class MemoryStore:
         self.records: list[KeyValue] = []
         self.fail_with: Exception | None = None
 
-    def write(self, group_id: str, records: Sequence[KeyValue]) -> None:
+    def write(self, group_id: str, records: Sequence[KeyValue], *, cleanup: bool = False) -> None:
         if self.fail_with is not None:
             raise self.fail_with
         self.records.extend(records)

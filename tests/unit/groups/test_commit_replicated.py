@@ -138,3 +138,24 @@ def test_a_commit_whose_client_left_is_served_once_replicated(tmp_path: Path) ->
         return await fetched_offset(b)
 
     assert asyncio.run(go()) == 9
+
+
+def test_deleting_a_group_appends_its_tombstones_with_acks_1(tmp_path: Path) -> None:
+    """Kafka's cleanupGroupMetadata appends deletion/expiry tombstones with acks=1: a DeleteGroups is
+    not refused when the ISR is below min.insync.replicas (only commits and group metadata are)."""
+    b, part = cluster_broker(tmp_path, isr=[0, 2])
+
+    async def commit() -> Any:
+        task = asyncio.ensure_future(call(b, ApiKey.OFFSET_COMMIT, 7, commit_body(3)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        part.update_follower_position(2, part.log_end_offset)
+        return await asyncio.wait_for(task, 10)
+
+    assert asyncio.run(commit())["topics"][0]["partitions"][0]["error_code"] == 0
+    part.become_leader(2, isr=[0], replicas=[0, 2])  # follower 2 left the ISR: below min.insync 2
+    end = part.log_end_offset
+    out = asyncio.run(call(b, ApiKey.DELETE_GROUPS, 1, {"groups_names": ["g"]}))
+    assert out["results"][0]["error_code"] == 0
+    assert part.log_end_offset > end  # the tombstones are in the log
+    assert asyncio.run(fetched_offset(b)) == -1

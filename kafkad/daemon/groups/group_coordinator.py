@@ -86,6 +86,9 @@ class GroupCoordinator(MembershipCoordinator):
         super().__init__(config, clock, scheduler, store)
         self.partition_exists = partition_exists
         self._expiry_timer: TimerHandle | None = None
+        # group id -> commits appended but not yet replicated (`pending`, cluster mode): such a group has
+        # offsets for the expiry pass (Kafka's hasOffsets counts pendingOffsetCommits)
+        self._replicating: dict[str, int] = {}
 
     # --- OffsetCommit / OffsetFetch ----------------------------------------------------------
 
@@ -143,6 +146,7 @@ class GroupCoordinator(MembershipCoordinator):
                 group.offsets.update(accepted)
             else:
                 pending.update(accepted)
+                self._replicating[group_id] = self._replicating.get(group_id, 0) + 1
             if results:
                 results.update(dict.fromkeys(accepted, ErrorCode.NONE))
             else:
@@ -152,10 +156,16 @@ class GroupCoordinator(MembershipCoordinator):
             self._touch(group, member)
         return results
 
-    def apply_commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetValue]) -> None:
-        """A `pending` commit is replicated: OffsetFetch serves it (unless the group went meanwhile)."""
+    def apply_commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetValue] | None) -> None:
+        """A `pending` commit is replicated: OffsetFetch serves it (unless the group went meanwhile);
+        None: it failed to replicate. Either way it is no longer pending."""
+        left = self._replicating.get(group_id, 0) - 1
+        if left > 0:
+            self._replicating[group_id] = left
+        else:
+            self._replicating.pop(group_id, None)
         group = self.groups.get(group_id)
-        if group is not None and group.state is not GroupState.DEAD:
+        if offsets is not None and group is not None and group.state is not GroupState.DEAD:
             group.offsets.update(offsets)
 
     @staticmethod
@@ -376,7 +386,11 @@ class GroupCoordinator(MembershipCoordinator):
             else:
                 expired = [tp for tp, v in group.offsets.items() if now - v.commit_timestamp >= retention]
             records = [offset_record(group.group_id, t, p, None) for (t, p) in expired]
-            drop_group = len(expired) == len(group.offsets) and not group.pending_members
+            drop_group = (
+                len(expired) == len(group.offsets)
+                and not group.pending_members
+                and group.group_id not in self._replicating
+            )
             if drop_group:
                 records.append(group_tombstone(group.group_id))
             if not records:

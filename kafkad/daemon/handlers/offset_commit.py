@@ -28,10 +28,13 @@ async def _replicate_then_apply(
     group_id: str,
     pending: Mapping[tuple[str, int], OffsetValue],
 ) -> ErrorCode | None:
-    failed = await commit_replicated(own, group_id)
-    if failed is None:
-        coordinator.apply_commit(group_id, pending)
-    return failed
+    replicated = False
+    try:
+        failed = await commit_replicated(own, group_id)
+        replicated = failed is None
+        return failed
+    finally:
+        coordinator.apply_commit(group_id, pending if replicated else None)
 
 
 def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:

@@ -159,3 +159,26 @@ def test_deleting_a_group_appends_its_tombstones_with_acks_1(tmp_path: Path) -> 
     assert out["results"][0]["error_code"] == 0
     assert part.log_end_offset > end  # the tombstones are in the log
     assert asyncio.run(fetched_offset(b)) == -1
+
+
+def test_a_group_whose_only_commit_is_replicating_does_not_expire(tmp_path: Path) -> None:
+    """The offsets expiry pass drops an Empty group without offsets; a group whose first commit is still
+    waiting for the ISR has one (Kafka's hasOffsets counts pendingOffsetCommits): dropping it lost a commit
+    answered NONE (OffsetFetch -1, while the log still holds the record)."""
+    from kafkad.daemon.groups.service import coordinator_if_ready
+
+    b, part = cluster_broker(tmp_path, isr=[0, 2])
+
+    async def go() -> tuple[int, int]:
+        commit = asyncio.ensure_future(call(b, ApiKey.OFFSET_COMMIT, 7, commit_body(11)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert part.log_end_offset == 1 and not commit.done()  # a new simple group, commit replicating
+        coordinator = coordinator_if_ready(b)
+        assert coordinator is not None
+        coordinator.expire_offsets()  # the periodic pass runs now
+        part.update_follower_position(2, part.log_end_offset)
+        out = await asyncio.wait_for(commit, 10)
+        return out["topics"][0]["partitions"][0]["error_code"], await fetched_offset(b)
+
+    assert asyncio.run(go()) == (0, 11)

@@ -63,6 +63,7 @@ class ClusterMode:
         # a new session's re-registration was interrupted by the connection (the session lives on:
         # the next CONNECTED is no new session, so it must be redone then)
         self._registration_due = False
+        self._registering = False  # a re-registration is running (one at a time)
 
     # --- before the logs load --------------------------------------------------------------------------
     @classmethod
@@ -216,17 +217,24 @@ class ClusterMode:
             if self._log_dir_event_unsent:
                 self._log_failed(None)
         if state is ZkState.CONNECTED and (new_session or self._registration_due):
-            self._spawn(self._reregister())
+            if not self._registering:  # a running one retries itself when connected again
+                self._registering = self._registration_due = True
+                self._spawn(self._reregister())
             return
         self.controller.on_zk_state(state, new_session)
 
     async def _reregister(self) -> None:
-        self._registration_due = True
         try:
-            await self._register()
-        except ZK_CONNECTION_ERRORS as e:  # lost again meanwhile: redone at the next CONNECTED
-            log.warning("re-registration interrupted: %r", e)
-            return
+            while True:
+                try:
+                    await self._register()
+                    break
+                except ZK_CONNECTION_ERRORS as e:
+                    log.warning("re-registration interrupted: %r", e)
+                    if not self.zk.connected:
+                        return  # redone at the next CONNECTED (_registration_due)
+        finally:
+            self._registering = False
         self._registration_due = False
         assert self.broker is not None and self.controller is not None
         cache = self.broker.services.get("metadata_cache")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -56,6 +57,20 @@ def wait_until(
             extra = f"\n{detail()}" if detail is not None else ""
             raise AssertionError(f"{what}: not within {timeout_s}s{extra}")
         time.sleep(interval_s)
+
+
+def wait_listening(host: str, port: int, timeout_s: float) -> None:
+    """Return as soon as `host:port` accepts a connection (a restarting broker listens before it is
+    registered and has the controller's metadata: the window restart() waits past)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{host}:{port} not listening within {timeout_s} s") from None
+            time.sleep(0.01)
 
 
 class PartitionState(NamedTuple):

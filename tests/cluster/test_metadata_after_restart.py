@@ -11,9 +11,7 @@ Real ZooKeeper, two real kafkad processes, requests on the wire.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +20,7 @@ import pytest
 from kafkad.protocol import ApiKey, ErrorCode
 from kafkad.replication.broker_channel import BrokerChannel
 from tests.chaos.workload import create_topic
-from tests.cluster.cluster import KafkadCluster
+from tests.cluster.cluster import KafkadCluster, wait_listening
 from tests.cluster.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(180)]
@@ -47,18 +45,6 @@ async def _metadata(host: str, port: int) -> dict[str, Any] | None:
         ch.close()
 
 
-def _wait_listening(host: str, port: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{host}:{port} not listening within {timeout_s} s") from None
-            time.sleep(0.01)
-
-
 def test_restarted_broker_never_answers_metadata_from_an_empty_cache(
     zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
 ) -> None:
@@ -74,7 +60,7 @@ def test_restarted_broker_never_answers_metadata_from_an_empty_cache(
     # restart() returns after ZooKeeper registration; the request must go as soon as the port listens
     starting = threading.Thread(target=c.restart, args=(bid,), daemon=True)
     starting.start()
-    _wait_listening(b.host, b.port, 60.0)
+    wait_listening(b.host, b.port, 60.0)
     assert c.zk.controller_epoch() == epoch, "a new controller before the request: the window was missed"
     answer = asyncio.run(_metadata(b.host, b.port))
     starting.join(90)

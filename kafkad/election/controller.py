@@ -249,6 +249,8 @@ class Controller:
         log.info(
             "broker %d is the controller (epoch %d); loading the cluster state", self.broker_id, ctx.epoch
         )
+        if self.channel is not None:  # an interrupted failover's (not active yet: _resign left it)
+            self.channel.close()
         self.channel = ControllerChannel(self.broker_id, request_timeout_ms=self.settings.socket_timeout_ms)
         self.ops.new_batch()
         await self._read_brokers()

@@ -19,7 +19,7 @@ from kafkad.daemon.groups.config import GroupConfig
 from kafkad.daemon.groups.group import Group, GroupState, JoinMember, JoinResult, Member, SyncResult
 from kafkad.daemon.groups.store import GroupStore, group_record
 from kafkad.daemon.groups.timers import Scheduler
-from kafkad.protocol.errors import ErrorCode
+from kafkad.protocol.errors import ErrorCode, KafkaError
 
 # The messages keep the coordinator's logger name (operators filter on it).
 log = logging.getLogger("kafkad.daemon.groups.coordinator")
@@ -162,6 +162,8 @@ class RebalanceStateMachine:
     def _store_quietly(self, group: Group) -> None:
         try:
             self.store.write(group.group_id, [group_record(group)])
+        except KafkaError as e:  # an expected refusal (ISR below min.insync.replicas, storage error)
+            log.warning("group %s: persisting group metadata failed: %s", group.group_id, e)
         except Exception:
             log.exception("group %s: persisting group metadata failed", group.group_id)
 

@@ -1,5 +1,10 @@
+import logging
+
+import pytest
+
 from kafkad.daemon.groups import GroupState
 from kafkad.protocol.errors import ErrorCode as E
+from kafkad.protocol.errors import KafkaError
 from tests.unit.groups.harness import Harness
 
 
@@ -72,3 +77,17 @@ def test_stop_answers_parked_requests_and_cancels_timers() -> None:
     h.coord.stop()
     assert ra.j.error == E.NOT_COORDINATOR
     assert h.sched.pending() == 0
+
+
+def test_an_empty_group_refused_by_the_store_logs_a_warning_not_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Cluster mode refuses group-metadata writes while the ISR is below min.insync.replicas: expected, and
+    repeated at every rebalance in that state, so one WARNING line each, never a traceback."""
+    h = Harness()
+    (a,) = h.stable_group(1)
+    h.store.fail_with = KafkaError(E.NOT_ENOUGH_REPLICAS, "ISR below min.insync.replicas")
+    with caplog.at_level(logging.WARNING):
+        assert h.coord.leave_group("g", [(a, None)]) == (E.NONE, [E.NONE])
+    refused = [r for r in caplog.records if "persisting group metadata failed" in r.getMessage()]
+    assert [(r.levelno, r.exc_info) for r in refused] == [(logging.WARNING, None)], caplog.text

@@ -111,6 +111,7 @@ class ClusterMode:
         cache.broker_epoch = self.broker_epoch
         broker.replicas.set_isr_updater(self.isr_writer)
         broker.replicas.offline_listeners.append(self._log_failed)
+        broker.replicas.cluster_has = lambda t, p: cache.partition(t, p) is not None
         broker.producer_ids = ZkProducerIds(self.zk, broker.broker_id)  # type: ignore[assignment]
         self.controller = Controller(
             self.zk,

@@ -73,6 +73,10 @@ class ReplicaManager:
         log_manager.on_offline = self._went_offline
         # told when a partition goes offline at runtime (cluster mode: the log dir event notification)
         self.offline_listeners: list[Callable[[OfflineLog], None]] = []
+        # cluster mode: whether the cluster has a partition (the metadata cache), so one this broker holds
+        # no replica of answers NOT_LEADER_OR_FOLLOWER (the client refreshes and goes to the leader), as
+        # Kafka's ReplicaManager.getPartitionOrError; standalone: None, UNKNOWN_TOPIC_OR_PARTITION
+        self.cluster_has: Callable[[str, int], bool] | None = None
 
     def load_from_logs(self) -> int:
         """Wrap every loaded log (after LogManager.load) as a leader partition."""
@@ -288,15 +292,16 @@ class ReplicaManager:
                 raise KafkaError(
                     ErrorCode.KAFKA_STORAGE_ERROR, f"{topic}-{partition} is offline: {off.reason}"
                 )
-            raise KafkaError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} is not on this broker"
-            )
+            code = self.missing_error(topic, partition)
+            raise KafkaError(code, f"{topic}-{partition} has no replica on this broker")
         return p
 
     def missing_error(self, topic: str, partition: int) -> ErrorCode:
         """The error for a partition `get` did not find: offline, or not here."""
         if (topic, partition) in self._offline:
             return ErrorCode.KAFKA_STORAGE_ERROR
+        if self.cluster_has is not None and self.cluster_has(topic, partition):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def is_offline(self, topic: str, partition: int) -> bool:

@@ -133,6 +133,36 @@ def test_delete_records_configs_and_partitions_from_a_broker_without_a_replica(
     }
     (part0,) = request(far, ApiKey.DELETE_RECORDS, 1, drop)["topics"][0]["partitions"]
     assert part0["error_code"] == NOT_LEADER_OR_FOLLOWER, part0
+    # so do Fetch, ListOffsets and OffsetForLeaderEpoch (Kafka's getPartitionOrError: a partition the
+    # cluster has but this broker holds no replica of), never UNKNOWN_TOPIC_OR_PARTITION
+    fetched = request(far, ApiKey.FETCH, 11, fetch_body(TOPIC, 0, 0, 1024))["responses"][0]["partitions"][0]
+    assert fetched["error_code"] == NOT_LEADER_OR_FOLLOWER, fetched
+    listed = request(
+        far,
+        ApiKey.LIST_OFFSETS,
+        5,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+        },
+    )["topics"][0]["partitions"][0]
+    assert listed["error_code"] == NOT_LEADER_OR_FOLLOWER, listed
+    epochs = request(
+        far,
+        ApiKey.OFFSET_FOR_LEADER_EPOCH,
+        3,
+        {
+            "replica_id": -1,
+            "topics": [
+                {
+                    "topic": TOPIC,
+                    "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}],
+                }
+            ],
+        },
+    )["topics"][0]["partitions"][0]
+    assert epochs["error_code"] == NOT_LEADER_OR_FOLLOWER, epochs
     admin = AdminClient({"bootstrap.servers": far})
     (fut,) = admin.delete_records([TopicPartition(TOPIC, 0, 40)]).values()
     assert fut.result(30).low_watermark == 40

@@ -29,26 +29,15 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     }
 
 
-def _not_hosted(cache: Any, replicas: Any, topic: str, index: int) -> None:
-    """A partition this broker holds no replica of: NOT_LEADER_OR_FOLLOWER when the cluster has it (the
-    client refreshes its metadata and goes to the leader), as Kafka's ReplicaManager answers; an offline
-    replica or an unknown partition keeps its own error (raised by get_or_raise)."""
-    if cache.partition(topic, index) is not None and not replicas.is_offline(topic, index):
-        raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic}-{index} has no replica on this broker")
-
-
 @handler(ApiKey.DELETE_RECORDS, 0, 1, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     replicas = ctx.broker.replicas
-    cache = ctx.broker.services.get("metadata_cache")  # cluster mode only
     topics = []
     for t in request.body["topics"]:
         parts = []
         for p in t["partitions"]:
             out = {"partition_index": p["partition_index"], "low_watermark": -1, "error_code": 0}
             try:
-                if cache is not None and replicas.get(t["name"], p["partition_index"]) is None:
-                    _not_hosted(cache, replicas, t["name"], p["partition_index"])
                 part = replicas.get_or_raise(t["name"], p["partition_index"])
                 if not part.is_leader:
                     raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)

@@ -155,3 +155,20 @@ def test_replica_manager_topics() -> None:
     assert [p.index for p in rm.partitions_of("t")] == [0, 1, 2, 3, 4]
     rm.delete_topic("t")
     assert lm.deleted == ["t"] and rm.get("t", 0) is None
+
+
+def test_a_partition_without_a_replica_here_answers_as_kafka() -> None:
+    """Kafka's getPartitionOrError: the cluster has it -> NOT_LEADER_OR_FOLLOWER (clients refresh metadata
+    and go to the leader); unknown -> UNKNOWN_TOPIC_OR_PARTITION; standalone (no cluster view) unknown."""
+    rm = ReplicaManager(FakeLogManager(), broker_id=0)
+    assert rm.missing_error("t", 0) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    rm.cluster_has = lambda t, p: (t, p) == ("t", 0)
+    assert rm.missing_error("t", 0) is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert rm.missing_error("t", 1) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    for tp, code in (
+        (("t", 0), ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        (("u", 0), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ):
+        with pytest.raises(KafkaError) as e:
+            rm.get_or_raise(*tp)
+        assert e.value.code is code

@@ -76,10 +76,13 @@ def test_isr_writer_conditional_fenced_and_notified(zk_server: ZooKeeperServer) 
             await zk.set(path, Z.PartitionStateZNode.encode(Z.PartitionState(2, 4, (2,), 6)))
             assert await w.update_isr("t", 0, LeaderAndIsr(1, 3, (1,), 5, 1)) is None
             await w.close()
+            # the two successful writes are batched into one notification when they fall within
+            # notify_delay_s of each other; a loaded machine may space them into two: both name t-0
             kids = await zk.children(Z.ISR_CHANGE_NOTIFICATION)
-            assert len(kids) == 1 and kids[0].startswith("isr_change_")
-            data = (await zk.get(f"{Z.ISR_CHANGE_NOTIFICATION}/{kids[0]}"))[0]
-            assert json.loads(data) == {"version": 1, "partitions": [{"topic": "t", "partition": 0}]}
+            assert 1 <= len(kids) <= 2 and all(k.startswith("isr_change_") for k in kids), kids
+            for kid in kids:
+                data = (await zk.get(f"{Z.ISR_CHANGE_NOTIFICATION}/{kid}"))[0]
+                assert json.loads(data) == {"version": 1, "partitions": [{"topic": "t", "partition": 0}]}
         finally:
             await zk.close()
 

@@ -426,8 +426,30 @@ class Controller:
             if st is not None:
                 self.ctx.leaders[tp] = st
         log.info("ISR changed for %d partitions (%d notifications)", len(changed), len(kids))
+        await self._drop_ineligible(changed)
         self.ops.batch.add_update_metadata(self.ctx.live_ids, changed)
         await self.reassign.maybe_complete(changed & set(self.ctx.reassigning))
+
+    async def _drop_ineligible(self, tps: set[TP]) -> None:
+        """A leader's ISR expansion may name a broker that is gone or in controlled shutdown: it fetched once
+        more before its StopReplica or its exit, and the controller's removal (decided before the expansion
+        reached it) had nothing to remove. Such a follower leaves the ISR again (OfflineReplica; a stopping
+        one also gets its StopReplica), or acks=all would wait for it until replica.lag.time.max.ms (Kafka's
+        controller refuses such an expansion: ineligible replicas, KIP-841)."""
+        ctx = self.ctx
+        stray = [
+            (tp, b)
+            for tp in sorted(tps)
+            if (st := ctx.leaders.get(tp)) is not None and st.leader >= 0
+            for b in st.isr
+            if b != st.leader and (not ctx.is_live(b) or b in ctx.shutting_down)
+        ]
+        if not stray:
+            return
+        log.info("taking %d gone or stopping replicas out of ISRs again: %s", len(stray), stray[:10])
+        for tp, b in stray:
+            self.ops.batch.add_stop_replica(b, tp, delete=False)  # nothing for a gone broker
+        await self.ops.replicas_offline(stray, read_first=False)
 
     # --- reassignment -------------------------------------------------------------------------------------
     async def alter_reassignments(self, moves: dict[TP, list[int] | None]) -> dict[TP, ErrorCode]:

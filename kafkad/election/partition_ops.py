@@ -117,13 +117,17 @@ class PartitionOps:
         """Apply `change` (None = leave alone) to each partition's current state and write them all
         concurrently; a partition whose znode moved is re-read and retried. Returns the written states.
         With read_first=False the context's state is tried first: the write is conditional on its zkVersion,
-        so a state a leader changed meanwhile fails with BADVERSION and only that one is re-read."""
+        so a state a leader changed meanwhile fails with BADVERSION and only that one is re-read; a decision
+        to leave a partition alone writes nothing to fail, so it is confirmed on a fresh read (the context may
+        lack an ISR expansion whose notification is still on its way: the replica to remove is in ZooKeeper's
+        ISR, not in the context's)."""
         out: dict[TP, PartitionState] = {}
 
         async def one(tp: TP) -> None:
             # As Kafka (doElectLeaderForPartitions, removeReplicasFromIsr): decide on the state as it is in
             # ZooKeeper now, not as last seen: leaders change ISRs there and notify only later.
-            if read_first or tp not in self.ctx.leaders:
+            fresh_read = read_first or tp not in self.ctx.leaders
+            if fresh_read:
                 fresh = await self.read_state(tp)
                 if fresh is not None:
                     self.ctx.leaders[tp] = fresh
@@ -133,13 +137,21 @@ class PartitionOps:
                     return
                 new = change(tp, cur)
                 if new is None:
-                    return
+                    if fresh_read:
+                        return
+                    fresh_read = True
+                    fresh = await self.read_state(tp)
+                    if fresh is None or fresh.zk_version == cur.zk_version:
+                        return
+                    self.ctx.leaders[tp] = fresh
+                    continue
                 try:
                     out[tp] = await self._write_state(
                         tp, new._replace(controller_epoch=self.ctx.epoch, zk_version=cur.zk_version)
                     )
                     return
                 except BadVersionError:
+                    fresh_read = True
                     fresh = await self.read_state(tp)
                     if fresh is None:
                         return
@@ -223,12 +235,14 @@ class PartitionOps:
     ) -> tuple[dict[TP, PartitionState], list[TP]]:
         """Elect leaders with `elector`; writes states, queues LeaderAndIsr to the live replicas.
         Returns (elected states, partitions that could not get a leader). read_first: see update_states."""
-        failed: list[TP] = []
+        failed: dict[TP, None] = {}  # ordered; a retry on a fresh state decides again
 
         def change(tp: TP, cur: PartitionState) -> PartitionState | None:
             new = self._elected(tp, cur, elector(tp, cur))
             if new is None:
-                failed.append(tp)
+                failed[tp] = None
+            else:
+                failed.pop(tp, None)
             return new
 
         written = await self.update_states(tps, change, read_first)
@@ -237,7 +251,7 @@ class PartitionOps:
             self.batch.add_leader_and_isr(
                 [b for b in self.ctx.assignment.get(tp, ()) if self.ctx.is_live(b)], tp
             )
-        return written, failed
+        return written, list(failed)
 
     def _elected(self, tp: TP, cur: PartitionState, e: Election | None) -> PartitionState | None:
         if e is None:

@@ -135,8 +135,11 @@ class Partition:
         controller_epoch: int = 0,
         now_ms: int = 0,
     ) -> None:
-        """Kafka's Partition.makeLeader: the new epoch starts at our log end offset; followers in the
-        ISR count as caught up now, the others as never; the HW may move if the ISR shrank to us."""
+        """Kafka's Partition.makeLeader: the new epoch starts at our log end offset; a new leader counts
+        followers in the ISR as caught up now, the others as never; a leader staying leader (the controller
+        shrank or changed the ISR) keeps what it knows of its followers, so the HW moves at once when the
+        ISR shrank to replicas that have the records (acks=all waiters answered without another fetch)."""
+        known = self._followers if self.role is Role.LEADER else {}
         self.role = Role.LEADER
         self.leader_epoch = epoch
         self.leader_id = self.broker_id
@@ -150,7 +153,9 @@ class Partition:
         if cache is not None:
             cache.assign(epoch, leo)
         self._followers = {
-            r: FollowerState(now_ms if r in self.isr else 0) for r in self.replicas if r != self.broker_id
+            r: known.get(r) or FollowerState(now_ms if r in self.isr else 0)
+            for r in self.replicas
+            if r != self.broker_id
         }
         self._advance_hw()
 

@@ -42,3 +42,27 @@ def test_controlled_shutdown_reads_only_the_partitions_that_moved_meanwhile() ->
         await c.close()
 
     asyncio.run(main())
+
+
+def test_controlled_shutdown_removes_a_follower_the_context_does_not_have_in_the_isr_yet() -> None:
+    """The broker re-joined t-1's ISR in ZooKeeper (its leader's expansion, not yet notified): the context's
+    ISR lacks it, so the removal decided there writes nothing. That decision is confirmed on a fresh read,
+    which has the broker in the ISR: it is removed (before, it stayed and acks=all waited for it)."""
+
+    async def main() -> None:
+        zk, c, _ = await _setup(PARTS, controller_id=3)
+        st1 = _state(zk, 1)
+        assert st1.leader == 2 and set(st1.isr) == {1, 2, 3}
+        # the context saw 1 out of the ISR; ZooKeeper has the leader's expansion back to {2, 3, 1} (a newer
+        # version of the znode)
+        c.ctx.leaders[("t", 1)] = st1._replace(isr=(2, 3))
+        await zk.set(Z.PartitionStateZNode.path("t", 1), Z.PartitionStateZNode.encode(st1))
+        assert _state(zk, 1).zk_version > st1.zk_version
+        remaining = await c.controlled_shutdown(1, -1)
+        assert remaining == []
+        for p in range(6):
+            st = _state(zk, p)
+            assert st.leader != 1 and 1 not in st.isr, (p, st)
+        await c.close()
+
+    asyncio.run(main())

@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 from kafkad.election import znodes as Z
+from kafkad.protocol import ApiKey
 from tests.unit.election.test_log_dir_events import _setup, _state
 
 PARTS = {p: tuple(((p + i) % 3) + 1 for i in range(3)) for p in range(6)}  # each broker leads 2
@@ -63,6 +64,33 @@ def test_controlled_shutdown_removes_a_follower_the_context_does_not_have_in_the
         for p in range(6):
             st = _state(zk, p)
             assert st.leader != 1 and 1 not in st.isr, (p, st)
+        await c.close()
+
+    asyncio.run(main())
+
+
+def test_an_isr_expansion_naming_a_stopping_broker_is_undone() -> None:
+    """After its controlled shutdown the broker fetched once more and a leader wrote it back into t-1's ISR
+    (ZooKeeper + notification): the controller takes it out again and sends it StopReplica."""
+
+    async def main() -> None:
+        zk, c, ch = await _setup(PARTS, controller_id=3)
+        assert await c.controlled_shutdown(1, -1) == []
+        st1 = _state(zk, 1)
+        assert 1 not in st1.isr and st1.leader != 1
+        back = st1._replace(isr=(*st1.isr, 1))
+        await zk.set(Z.PartitionStateZNode.path("t", 1), Z.PartitionStateZNode.encode(back), st1.zk_version)
+        await zk.create(
+            Z.IsrChangeNotificationZNode.path_prefix,
+            Z.IsrChangeNotificationZNode.encode([("t", 1)]),
+            sequence=True,
+        )
+        ch.sent.clear()
+        await c.call("IsrChangeNotification", c._isr_changes)
+        assert any(b == 1 and api == ApiKey.STOP_REPLICA for b, api, _, _ in ch.sent), ch.sent
+        st1 = _state(zk, 1)
+        assert 1 not in st1.isr and len(st1.isr) == 2, st1
+        assert c.ctx.leaders[("t", 1)].isr == st1.isr
         await c.close()
 
     asyncio.run(main())

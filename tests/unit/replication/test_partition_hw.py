@@ -75,3 +75,28 @@ def test_a_wait_starting_after_the_partition_went_offline_or_lost_leadership_ans
             assert e.value.code is code
 
     asyncio.run(go())
+
+
+def test_a_leader_whose_isr_the_controller_shrinks_advances_its_hw_at_once() -> None:
+    """LeaderAndIsr for a partition this broker already leads (new epoch, ISR without a stopped follower):
+    what the leader knows of the remaining follower is kept (Kafka's makeLeader resets it for a new leader
+    only), so an acks=all waiter the stopped follower held back is answered now, not after another fetch."""
+
+    async def go() -> None:
+        log = FakeLog()
+        p = Partition(log, broker_id=1)
+        p.become_leader(1, isr=(1, 2, 3), replicas=(1, 2, 3))
+        p.append_as_leader(memoryview(b"abcdef"), now_ms=0, required_acks=-1)
+        waiter = asyncio.ensure_future(p.wait_replicated(5))
+        await asyncio.sleep(0)
+        p.update_follower_position(2, 6)  # 3 (shutting down) fetches no more
+        assert log.high_watermark == 0 and not waiter.done()
+        p.become_leader(2, isr=(1, 2), replicas=(1, 2, 3))
+        assert log.high_watermark == 6
+        await asyncio.wait_for(waiter, 60)
+        p.become_leader(3, isr=(1, 2, 3), replicas=(1, 2, 3))  # 3 is known not to have caught up
+        p.append_as_leader(memoryview(b"gh"), now_ms=0, required_acks=-1)
+        p.update_follower_position(2, 8)
+        assert log.high_watermark == 6
+
+    asyncio.run(go())

@@ -103,11 +103,13 @@ def test_broker_loss_writes_each_partition_once_and_rereads_only_moved_ones(
                     assert (st.leader, st.leader_epoch, st.isr) == (2, 8, (2, 3)), (p, st)
                 assert st.controller_epoch == 4 and st.zk_version == 1 + (p == 1)
                 assert ctx.partition_states[("t", p)] is PartitionStateName.ONLINE
-            # a second loss right after: the context's zkVersions are current, still no read at all
+            # a second loss right after: the context's zkVersions are current, no read for a partition that
+            # is written; partition 1's ISR holds no 3 any more in the context, and that "nothing to do" is
+            # confirmed by one read (a leader may have put 3 back meanwhile, not yet notified: 2ece008)
             del ctx.live_brokers[3]
             zk.calls.clear()
             await ops.on_broker_failure([3])
-            assert zk.calls == {"multi": N - 1}, zk.calls  # partition 1's ISR holds no 3 any more
+            assert zk.calls == {"multi": N - 1, "get": 1}, zk.calls
         finally:
             await zk.close()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Sequence
 from typing import Any
 
 from kafkad.election.channel import Callback, RequestBatch
@@ -231,10 +231,11 @@ class PartitionOps:
 
     # --- elections ------------------------------------------------------------------------------------
     async def elect(
-        self, tps: Sequence[TP], elector: Elector, read_first: bool = True
+        self, tps: Sequence[TP], elector: Elector, read_first: bool = True, exclude: Collection[int] = ()
     ) -> tuple[dict[TP, PartitionState], list[TP]]:
-        """Elect leaders with `elector`; writes states, queues LeaderAndIsr to the live replicas.
-        Returns (elected states, partitions that could not get a leader). read_first: see update_states."""
+        """Elect leaders with `elector`; writes states, queues LeaderAndIsr to the live replicas (but
+        `exclude`). Returns (elected states, partitions that could not get a leader). read_first: see
+        update_states."""
         failed: dict[TP, None] = {}  # ordered; a retry on a fresh state decides again
 
         def change(tp: TP, cur: PartitionState) -> PartitionState | None:
@@ -249,7 +250,7 @@ class PartitionOps:
         for tp in written:
             self.ctx.partition_states[tp] = PS.ONLINE
             self.batch.add_leader_and_isr(
-                [b for b in self.ctx.assignment.get(tp, ()) if self.ctx.is_live(b)], tp
+                [b for b in self.ctx.assignment.get(tp, ()) if self.ctx.is_live(b) and b not in exclude], tp
             )
         return written, list(failed)
 
@@ -429,9 +430,13 @@ class PartitionOps:
         # Decided on the context's states, as Kafka does; each write is conditional on the state's zkVersion,
         # so one a leader changed meanwhile (an ISR change not yet notified) fails alone and is re-read.
         # Reading all of them first cost 1,000 ZooKeeper reads (~0.3 s) before acting for 1,000 partitions.
-        await self.elect(led, elector, read_first=False)
-        for tp in followed:
+        # The broker does not become a follower of the partitions it led (Kafka's LeaderAndIsr makes it one):
+        # it would fetch until its exit and its new leaders would put it back into their ISRs, a write the
+        # controller has to undo (Kafka's controller refuses it, KIP-841). It stops them as those it followed.
+        moved, _ = await self.elect(led, elector, read_first=False, exclude=(broker,))
+        for tp in (*moved, *followed):
             self.batch.add_stop_replica(broker, tp, delete=False)
+        self.set_replica_state([(tp, broker) for tp in moved], RS.OFFLINE)
         await self.replicas_offline([(tp, broker) for tp in followed], read_first=False)
         # Still led by it, among those another live replica could take (Kafka also lists partitions with no
         # other live replica; the broker would only retry in vain, so the last broker up stops at once).

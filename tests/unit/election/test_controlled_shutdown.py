@@ -10,7 +10,7 @@ from typing import Any
 
 from kafkad.election import znodes as Z
 from kafkad.protocol import ApiKey
-from tests.unit.election.test_log_dir_events import _setup, _state
+from tests.unit.election.test_log_dir_events import _setup, _state, _until
 
 PARTS = {p: tuple(((p + i) % 3) + 1 for i in range(3)) for p in range(6)}  # each broker leads 2
 
@@ -91,6 +91,30 @@ def test_an_isr_expansion_naming_a_stopping_broker_is_undone() -> None:
         st1 = _state(zk, 1)
         assert 1 not in st1.isr and len(st1.isr) == 2, st1
         assert c.ctx.leaders[("t", 1)].isr == st1.isr
+        await c.close()
+
+    asyncio.run(main())
+
+
+def test_the_stopping_broker_stops_the_partitions_it_led_instead_of_following_them() -> None:
+    """Kafka's LeaderAndIsr would make it a follower of its former partitions: it would fetch until its exit
+    and their new leaders would put it back into their ISRs. It gets StopReplica for every partition."""
+
+    async def main() -> None:
+        _zk, c, ch = await _setup(PARTS, controller_id=3)
+        ch.sent.clear()
+        assert await c.controlled_shutdown(1, -1) == []
+        await _until(lambda: bool(ch.sent), "requests sent")
+        assert ch.lai_partitions(1) == set()
+        stopped = {
+            (t["topic_name"], p["partition_index"])
+            for b, api, body, _ in ch.sent
+            if b == 1 and api == ApiKey.STOP_REPLICA
+            for t in body["topic_states"]
+            for p in t["partition_states"]
+        }
+        assert stopped == {("t", p) for p in range(6)}, ch.sent
+        assert ch.lai_partitions(2) and ch.lai_partitions(3)
         await c.close()
 
     asyncio.run(main())

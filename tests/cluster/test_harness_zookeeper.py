@@ -4,6 +4,7 @@ of its leader, a paused member comes back, and kazoo sees ephemeral znodes vanis
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,19 @@ def test_ensemble_member_pause_and_quorum_loss(zk_ensemble: ZooKeeperEnsemble) -
     wait_until(lambda: zk_ensemble.node(leader).mode() == "", 30, "lone member stops serving")
     zk_ensemble.node(followers[0]).start()
     zk_ensemble.wait_quorum(timeout_s=60)
+
+
+def test_ensemble_member_losing_its_port_race_is_started_again_on_new_ports(tmp_path: Path) -> None:
+    """A member whose client port another process took before its JVM bound it exits at start; the
+    ensemble must not go on with the other two (the first member kill would then leave no quorum)."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    ens = ZooKeeperEnsemble(tmp_path / "ens", 3)
+    ens.nodes[3].client_port = taken.getsockname()[1]
+    try:
+        with ens:
+            assert sorted(ens.modes().values()) == ["follower", "follower", "leader"], ens.describe()
+            assert taken.getsockname()[1] not in [n.client_port for n in ens.nodes.values()]
+    finally:
+        taken.close()

@@ -322,7 +322,10 @@ class ZooKeeperEnsemble:
             for n in self.nodes.values():
                 n.spawn()
             try:
-                self.wait_quorum(timeout_s)
+                # every member, not only the running ones: one that died at start (its port taken
+                # between free_port and the JVM's bind) left a 2-node quorum that the first member
+                # kill then broke
+                self.wait_quorum(timeout_s, members=list(self.nodes))
                 return
             except AssertionError:
                 in_use = _address_in_use(list(self.nodes.values()))
@@ -339,6 +342,9 @@ class ZooKeeperEnsemble:
 
         def ok() -> bool:
             ids = members if members is not None else [i for i, n in self.nodes.items() if n.running]
+            exited = [i for i in ids if not self.nodes[i].running]
+            if exited:  # it will not serve: say so now, not after timeout_s
+                raise AssertionError(f"ZooKeeper {exited} exited\n{self.describe()}")
             modes = [self.nodes[i].mode() for i in ids]
             return all(m in ("leader", "follower") for m in modes) and modes.count("leader") == 1
 

@@ -410,22 +410,18 @@ class Controller:
             self.put("IsrChangeNotification", self._isr_changes)
 
     async def _isr_changes(self) -> None:
-        kids = await self.zk.children(Z.ISR_CHANGE_NOTIFICATION, watch=self._watch_isr)
-        if not kids:
+        notes = await self.ops.take_notifications(Z.ISR_CHANGE_NOTIFICATION, self._watch_isr)
+        if not notes:
             return
         changed: set[TP] = set()
-        for k in kids:
-            got = await self.zk.get_or_none(f"{Z.ISR_CHANGE_NOTIFICATION}/{k}")
-            if got is not None:
-                changed.update(Z.IsrChangeNotificationZNode.decode(got[0]))
-        with contextlib.suppress(NoNodeError):
-            await self.ops.fenced([DeleteOp(f"{Z.ISR_CHANGE_NOTIFICATION}/{k}") for k in kids])
+        for data in notes:
+            changed.update(Z.IsrChangeNotificationZNode.decode(data))
         changed &= set(self.ctx.assignment)
         states = await asyncio.gather(*(self.ops.read_state(tp) for tp in changed))
         for tp, st in zip(list(changed), states, strict=True):
             if st is not None:
                 self.ctx.leaders[tp] = st
-        log.info("ISR changed for %d partitions (%d notifications)", len(changed), len(kids))
+        log.info("ISR changed for %d partitions (%d notifications)", len(changed), len(notes))
         await self._drop_ineligible(changed)
         self.ops.batch.add_update_metadata(self.ctx.live_ids, changed)
         await self.reassign.maybe_complete(changed & set(self.ctx.reassigning))

@@ -25,7 +25,7 @@ from kafkad.election import znodes as Z
 from kafkad.election.channel import topic_uuid
 from kafkad.election.context import TP, ControllerContext
 from kafkad.election.partition_ops import PartitionOps
-from kafkad.election.zk_client import DeleteOp, NoNodeError, WatchedEvent, ZkClient, session_event
+from kafkad.election.zk_client import WatchedEvent, ZkClient, session_event
 from kafkad.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -44,23 +44,19 @@ class LogDirEvents:
             self.put("LogDirEventNotification", self.run)
 
     async def run(self) -> None:
-        kids = await self.zk.children(Z.LOG_DIR_EVENT_NOTIFICATION, watch=self.watch)
-        if not kids:
+        notes = await self.ops.take_notifications(Z.LOG_DIR_EVENT_NOTIFICATION, self.watch)
+        if not notes:
             return
         brokers: set[int] = set()
-        for k in kids:
-            got = await self.zk.get_or_none(f"{Z.LOG_DIR_EVENT_NOTIFICATION}/{k}")
-            if got is not None:
-                with contextlib.suppress(ValueError, KeyError, TypeError):
-                    brokers.add(Z.LogDirEventNotificationZNode.decode(got[0]))
-        with contextlib.suppress(NoNodeError):
-            await self.ops.fenced([DeleteOp(f"{Z.LOG_DIR_EVENT_NOTIFICATION}/{k}") for k in kids])
+        for data in notes:
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                brokers.add(Z.LogDirEventNotificationZNode.decode(data))
         ctx = self.ctx
         live = sorted(b for b in brokers if ctx.is_live(b))
         log.info(
             "log dir failure on brokers %s (%d notifications): asking for their replicas' state",
             live,
-            len(kids),
+            len(notes),
         )
         for b in live:
             for tp in ctx.partitions_on(b):

@@ -12,6 +12,7 @@ Runs inside the controller's event processing, one event at a time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Collection, Coroutine, Iterable, Sequence
 from typing import Any
@@ -33,9 +34,12 @@ from kafkad.election.zk_client import (
     BadVersionError,
     CheckOp,
     CreateOp,
+    DeleteOp,
     NodeExistsError,
+    NoNodeError,
     Op,
     SetOp,
+    Watch,
     ZkClient,
 )
 from kafkad.election.znodes import CONTROLLER_EPOCH, PartitionState, PartitionStateZNode, TopicPartitionZNode
@@ -93,6 +97,18 @@ class PartitionOps:
                     f"controller epoch moved (zkVersion {got and got.version})"
                 ) from None
             raise
+
+    async def take_notifications(self, path: str, watch: Watch) -> list[bytes]:
+        """A notification queue of Kafka's (/isr_change_notification, /log_dir_event_notification): every
+        child's data (the children watched for more), the children then deleted in one multi fenced on the
+        controller epoch. A child gone meanwhile is skipped."""
+        kids = await self.zk.children(path, watch=watch)
+        if not kids:
+            return []
+        got = await asyncio.gather(*(self.zk.get_or_none(f"{path}/{k}") for k in kids))
+        with contextlib.suppress(NoNodeError):
+            await self.fenced([DeleteOp(f"{path}/{k}") for k in kids])
+        return [g[0] for g in got if g is not None]
 
     async def read_state(self, tp: TP) -> PartitionState | None:
         got = await self.zk.get_or_none(PartitionStateZNode.path(*tp))

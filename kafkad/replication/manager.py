@@ -307,6 +307,15 @@ class ReplicaManager:
     def is_offline(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self._offline
 
+    def partition_known(self, topic: str, partition: int) -> bool:
+        """Whether the partition exists for a request that does not need its replica here (OffsetCommit,
+        OffsetDelete: Kafka's KafkaApis checks its metadata cache, not the local logs). Standalone: a
+        local or offline log; cluster mode: also any partition in the cluster's metadata."""
+        key = (topic, partition)
+        if key in self._partitions or key in self._offline:
+            return True
+        return self.cluster_has is not None and self.cluster_has(topic, partition)
+
     def offline_partitions(self) -> list[OfflineLog]:
         return list(self._offline.values())
 

@@ -63,7 +63,7 @@ def _build(broker: Broker) -> tuple[GroupCoordinator, LogGroupStore]:
         broker.clock,
         LoopScheduler(asyncio.get_running_loop()),
         store,
-        partition_exists=lambda t, p: replicas.get(t, p) is not None or replicas.is_offline(t, p),
+        partition_exists=replicas.partition_known,
     )
     return coordinator, store
 

@@ -1,7 +1,8 @@
 """OffsetDelete (47) v0: delete a group's committed offsets (kafka-consumer-groups --delete-offsets).
 
-Partitions of topics that do not exist answer UNKNOWN_TOPIC_OR_PARTITION (KafkaApis filters them out
-before the coordinator sees the request); the coordinator decides the rest (groups/group_coordinator.py).
+Partitions the cluster does not have answer UNKNOWN_TOPIC_OR_PARTITION (KafkaApis filters them out
+against its metadata cache before the coordinator sees the request, so a coordinator holding no replica
+of a partition still deletes its offsets); the coordinator decides the rest (groups/group_coordinator.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     replicas = ctx.broker.replicas
     body = request.body
     asked = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
-    known = [tp for tp in asked if replicas.get(tp[0], tp[1]) is not None]
+    known = [tp for tp in asked if replicas.partition_known(tp[0], tp[1])]
     error, results = coordinator_for(ctx.broker).delete_offsets(body["group_id"] or "", known)
     if error is not ErrorCode.NONE:
         return {"error_code": int(error), "throttle_time_ms": 0, "topics": []}

@@ -390,7 +390,8 @@ class PartitionLog:
         """ListOffsets: (timestamp, offset) of the first batch with a timestamp >= `ts_ms`, or None.
 
         Special targets: -2 earliest, -1 latest (log end; the handler bounds it by the HW), -3 the
-        batch with the max timestamp. Timestamp -1 in answers means "no timestamp".
+        first record holding the max timestamp (Kafka 3.8+, KAFKA-16310: the record's own offset, not its
+        batch's). Timestamp -1 in answers means "no timestamp".
         """
         if ts_ms in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return -1, self.log_start_offset
@@ -400,7 +401,11 @@ class PartitionLog:
             best = max(self._segments, key=lambda s: s.max_timestamp)
             if best.max_timestamp < 0:
                 return None
-            return best.max_timestamp, max(best.offset_of_max_timestamp, self.log_start_offset)
+            # Only the batch holding the max timestamp is decoded (the segment's time index points at
+            # it); its first record carrying that timestamp is the answer, as Kafka's offsetOfMaxTimestamp.
+            found = best.find_offset_by_timestamp(best.max_timestamp, best.base_offset)
+            offset = best.offset_of_max_timestamp if found is None else found[1]
+            return best.max_timestamp, max(offset, self.log_start_offset)
         for seg in self._segments:
             if seg.max_timestamp >= ts_ms and self._segment_end(seg) > self.log_start_offset:
                 found = seg.find_offset_by_timestamp(ts_ms, self.log_start_offset)

@@ -107,6 +107,25 @@ def test_list_offsets_max_timestamp_earliest_latest(bootstrap: str, admin: Any) 
     assert got["at 2000"] == (1, 5_000), got
 
 
+@pytest.mark.parametrize("compression", ["none", "lz4"])
+def test_list_offsets_max_timestamp_answers_the_record_not_its_batch(
+    bootstrap: str, admin: Any, compression: str
+) -> None:
+    """Kafka 3.8+ answers -3 with the offset of the record holding the max timestamp; records produced in
+    one batch (linger) must not answer the batch's first offset."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    topic = _name("lo-batch")
+    create_topics(bootstrap, {topic: 1})
+    recs = [Rec(0, None, b"v", (), ts) for ts in (1_000, 2_000, 7_000, 3_000, 7_000)]
+    produce_confluent(bootstrap, topic, recs, {"linger.ms": 500, "compression.type": compression})
+    tp = TopicPartition(topic, 0)
+    (fut,) = admin.list_offsets({tp: OffsetSpec.max_timestamp()}).values()  # type: ignore[no-untyped-call]
+    r = fut.result(30)
+    assert (r.offset, r.timestamp) == (2, 7_000)  # the batch's own first offset would be 0
+
+
 def test_kcat_queries_offsets_by_timestamp(bootstrap: str) -> None:
     topic = _name("lo-kcat")
     create_topics(bootstrap, {topic: 1})

@@ -1,5 +1,6 @@
-"""ListOffsets (2) v1-8: earliest (-2), latest (-1), max timestamp (-3, KIP-734), earliest local (-4, the
-log start: kafkad has no tiered storage), or the first offset at/after a timestamp.
+"""ListOffsets (2) v1-8: earliest (-2), latest (-1), max timestamp (-3, KIP-734: the offset of the record
+holding it, as Kafka 3.8+), earliest local (-4, the log start: kafkad has no tiered storage), or the first
+offset at/after a timestamp.
 
 librdkafka sends -3 below v7 too (Kafka answers it at any version), so every version takes it. Answers
 never reach past the high watermark, as Kafka's fetchOffsetForTimestamp bounds them.

@@ -133,7 +133,7 @@ def test_read_follows_segments_and_lookup_by_timestamp(tmp_path: Path) -> None:
     assert log.offset_for_timestamp(start + 10**6) is None
     assert log.offset_for_timestamp(-2) == (-1, 0)
     assert log.offset_for_timestamp(-1) == (-1, 300)
-    assert log.offset_for_timestamp(-3) == (start + 992, 297)
+    assert log.offset_for_timestamp(-3) == (start + 992, 299)  # the record's offset, not its batch's
 
 
 def _stamp(batch: bytes, offset: int, epoch: int) -> bytes:
@@ -305,6 +305,25 @@ def test_compressed_batch_stored_as_is_and_found_by_timestamp(tmp_path: Path) ->
     stored = log.read(0, 1 << 20).slices[0].read()
     assert stored[16:] == original[16:] and len(stored) < 4 * 200
     assert log.offset_for_timestamp(1001) == (1001, 1)  # records inside compressed batches, as Kafka
+
+
+@pytest.mark.parametrize("compression", [0, 1])
+def test_max_timestamp_answers_the_record_inside_its_batch(tmp_path: Path, compression: int) -> None:
+    """ListOffsets -3 answers the first record holding the max timestamp (Kafka 3.8+), not its batch's
+    base offset, in a plain and a compressed batch, with other batches around it."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    def batch(timestamps: list[int]) -> bytearray:
+        builder = DefaultRecordBatchBuilder(2, compression, 0, -1, -1, -1, 1 << 30)
+        for i, ts in enumerate(timestamps):
+            builder.append(i, timestamp=ts, key=None, value=b"v", headers=[])
+        return bytearray(builder.build())
+
+    log = open_log(tmp_path, ManualClock())
+    for timestamps in ([1_000, 2_000], [3_000, 9_000, 4_000, 9_000, 5_000], [6_000]):
+        log.append(memoryview(batch(timestamps)), leader_epoch=0, now_ms=0)
+    assert log.offset_for_timestamp(-3) == (9_000, 3)  # batch 2..6: the first 9_000 is offset 3
+    log.close()
 
 
 def test_segment_ms_measures_record_timestamps_like_kafka(tmp_path: Path) -> None:

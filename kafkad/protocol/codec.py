@@ -127,8 +127,8 @@ def decode_request(frame: bytearray | bytes) -> Request:
         body, pos = codec.read_request(buf, pos)
     except _DECODE_FAILURES as e:
         raise InvalidRequestError(header, f"malformed {_name(header.api_key)} request: {e}") from None
-    if pos != len(buf):
-        raise InvalidRequestError(header, f"{len(buf) - pos} trailing bytes after the request body")
+    # Bytes after the body are ignored, as Kafka's AbstractRequest.parseRequest does (it never checks
+    # what remains): librdkafka's AlterUserScramCredentials writes its tag buffer twice.
     return _new(Request, (header, body))
 
 

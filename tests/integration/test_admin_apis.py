@@ -243,6 +243,32 @@ def test_incremental_alter_topic_configs(bootstrap: str, admin: Any) -> None:
     assert described()["retention.ms"] == "123456"
 
 
+# --- AlterUserScramCredentials: a body followed by extra bytes -------------------------------------------
+
+
+def test_alter_user_scram_credentials_with_librdkafka(admin: Any) -> None:
+    """librdkafka writes the request's tag buffer twice (one byte after the body). Kafka's parser reads
+    the body and ignores what follows it; kafkad closed the connection, so the call timed out."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    user = _name("scram-user")
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    upsert = UserScramCredentialUpsertion(user, info, b"secret-password")
+    for fut in admin.alter_user_scram_credentials([upsert], request_timeout=20).values():
+        assert fut.result(30) is None
+    described = admin.describe_user_scram_credentials([user], request_timeout=20)[user].result(30)
+    (cred,) = described.scram_credential_infos
+    assert (cred.mechanism, cred.iterations) == (ScramMechanism.SCRAM_SHA_256, 8192)
+    delete = UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_256)
+    for fut in admin.alter_user_scram_credentials([delete], request_timeout=20).values():
+        assert fut.result(30) is None
+
+
 # --- OffsetDelete -------------------------------------------------------------------------------------
 
 

@@ -5,7 +5,8 @@ The keys Kafka changes without a restart (DYNAMIC_KEYS: the topic-default `log.*
 synonyms, the cleaner's backoff, plus kafkad's disk budget and bridge rate limit) are applied live and win
 over server.properties, in Kafka's order: this broker's dynamic value > the cluster-wide dynamic default >
 server.properties (and --override) > the built-in default. Any other key is refused with Kafka's
-"Cannot update these configs dynamically" (INVALID_REQUEST).
+"Cannot update these configs dynamically" (INVALID_REQUEST), except Kafka's own dynamic names kafkad has
+no use for (config_keys/kafka_only.py): those are type-checked, stored and described, never applied.
 
 Values are kept by a DynamicConfigStore (entity -> key -> value; the entity is DEFAULT_ENTITY or a broker
 id, as ZooKeeper's /config/brokers/<default> and /config/brokers/<id>). Standalone uses
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkad.daemon.config import BrokerConfig, ConfigError, Origin, build_config
 from kafkad.daemon.config_defs import ConfigSource
+from kafkad.daemon.config_keys.kafka_only import KAFKA_ONLY_KEYS, PER_BROKER, check_value
 from kafkad.daemon.config_table import KEYS, KEYS_BY_NAME
 from kafkad.protocol import ErrorCode, KafkaError
 
@@ -125,22 +127,36 @@ def layered(static: BrokerConfig, entities: Mapping[str, Mapping[str, str]], bro
         (DEFAULT_ENTITY, ConfigSource.DYNAMIC_DEFAULT),
         (str(broker_id), ConfigSource.DYNAMIC_BROKER),
     ):
-        raw += [(k, v, Origin(source)) for k, v in entities.get(entity, {}).items()]
+        raw += [(k, v, Origin(source)) for k, v in entities.get(entity, {}).items() if k in KEYS_BY_NAME]
     return build_config(raw)
 
 
-def check_keys(configs: Mapping[str, str]) -> None:
-    """Kafka's refusal of keys that need a restart (INVALID_REQUEST) or that do not exist (INVALID_CONFIG)."""
-    unknown = sorted(k for k in configs if k not in KEYS_BY_NAME)
+def check_keys(configs: Mapping[str, str], cluster_default: bool = False) -> None:
+    """Kafka's refusal of keys that need a restart (INVALID_REQUEST) or that do not exist (INVALID_CONFIG);
+    Kafka's own dynamic names (kafka_only) pass when their value has the right type."""
+    unknown = sorted(k for k in configs if k not in KEYS_BY_NAME and k not in KAFKA_ONLY_KEYS)
     if unknown:
         raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown broker configs: {', '.join(unknown)}")
-    static = sorted(k for k in configs if k not in DYNAMIC_KEYS)
+    static = sorted(k for k in configs if k not in DYNAMIC_KEYS and k not in KAFKA_ONLY_KEYS)
     if static:
         raise KafkaError(
             ErrorCode.INVALID_REQUEST,
             f"Cannot update these configs dynamically: Set({', '.join(static)}): "
             "they need a restart (edit server.properties)",
         )
+    if cluster_default:
+        per_broker = sorted(k for k in configs if k in PER_BROKER)
+        if per_broker:
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST,
+                "Cannot update these configs at default cluster level, broker id must be specified: "
+                f"Set({', '.join(per_broker)})",
+            )
+    for k, v in configs.items():
+        key = KAFKA_ONLY_KEYS.get(k)
+        err = check_value(key, v) if key is not None else None
+        if err:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, err)
 
 
 class DynamicBrokerConfig:
@@ -169,7 +185,7 @@ class DynamicBrokerConfig:
 
     async def replace(self, entity: str, configs: Mapping[str, str], validate_only: bool) -> None:
         """Make `configs` the entity's whole dynamic set: validate, store, apply."""
-        check_keys(configs)
+        check_keys(configs, cluster_default=entity == DEFAULT_ENTITY)
         async with self._lock:
             entities = {**self.entities, entity: dict(configs)}
             try:
@@ -205,7 +221,7 @@ def _dynamic_only(entities: Entities) -> Entities:
     """Stored keys that are not dynamic (an older or newer version wrote them) are logged and skipped."""
     out: Entities = {}
     for entity, configs in entities.items():
-        out[entity] = {k: v for k, v in configs.items() if k in DYNAMIC_KEYS}
+        out[entity] = {k: v for k, v in configs.items() if k in DYNAMIC_KEYS or k in KAFKA_ONLY_KEYS}
         for k in sorted(set(configs) - set(out[entity])):
             log.warning("dynamic broker config %s: %s is not dynamic, ignored", entity, k)
     return out

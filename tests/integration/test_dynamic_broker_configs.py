@@ -213,3 +213,51 @@ def test_incremental_alter_broker_configs_and_restart_keys_refused(broker: Broke
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     rows = _describe(admin, ResourceType.BROKER, "0")
     assert rows["log.cleaner.backoff.ms"].value == "2500" and rows["log.dirs"].source == 4
+
+
+def test_kafka_broker_names_kafkad_does_not_use_are_stored_and_described(broker: BrokerProcess) -> None:
+    """confluent-kafka's incremental_alter_configs with Kafka broker names kafkad has no use for
+    (sasl.kerberos.min.time.before.relogin, as librdkafka's admin tests send): accepted and stored as Kafka
+    does, described with their dynamic source, kept across a restart, deleted back to Kafka's default."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    def alter(name: str, *entries: tuple[str, str | None, Any]) -> None:
+        res = ConfigResource(
+            ResourceType.BROKER,
+            name,
+            incremental_configs=[ConfigEntry(k, v, incremental_operation=op) for k, v, op in entries],
+        )
+        (fut,) = admin.incremental_alter_configs([res]).values()
+        fut.result(30)
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    relogin = "sasl.kerberos.min.time.before.relogin"
+    assert _describe(admin, ResourceType.BROKER, "0")[relogin].value == "60000"  # Kafka's default
+    alter(
+        "0",
+        (relogin, "58000", AlterConfigOpType.SET),
+        ("sasl.kerberos.principal.to.local.rules", "RULE:x", AlterConfigOpType.APPEND),
+    )
+    default = ("--entity-type", "brokers", "--entity-default", "--alter", "--add-config")
+    configs_tool(broker.bootstrap, *default, "num.io.threads=4")
+    rows = _describe(admin, ResourceType.BROKER, "0")
+    assert (rows[relogin].value, rows[relogin].source) == ("58000", 2)  # DYNAMIC_BROKER_CONFIG
+    assert rows["sasl.kerberos.principal.to.local.rules"].value == "DEFAULT,RULE:x"
+    assert (rows["num.io.threads"].value, rows["num.io.threads"].source) == ("4", 3)  # DYNAMIC_DEFAULT
+    with pytest.raises(Exception, match="Not a long"):
+        alter("0", (relogin, "soon", AlterConfigOpType.SET))
+    out = configs_tool(broker.bootstrap, *default, f"{relogin}=1", ok=False)
+    assert out.returncode != 0 and "broker id must be specified" in out.stderr
+    broker.restart()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert _describe(admin, ResourceType.BROKER, "0")[relogin].value == "58000"
+    alter("0", (relogin, None, AlterConfigOpType.DELETE))
+    rows = _describe(admin, ResourceType.BROKER, "0")
+    assert (rows[relogin].value, rows[relogin].source) == ("60000", 5)  # DEFAULT_CONFIG
+    assert "ERROR" not in broker.log_text(since_start=False)

@@ -1,6 +1,7 @@
 """DescribeConfigs (32) v1-2: topic (overrides + broker defaults, with their source; in cluster mode the
 overrides come from ZooKeeper, so every broker answers alike), broker (the table, dynamic values with their
-dynamic source) and the broker default entity (its dynamic keys only)."""
+dynamic source, then Kafka's dynamic names kafkad only stores: config_keys/kafka_only.py) and the broker
+default entity (its dynamic keys only)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from kafkad.daemon.broker import Broker
 from kafkad.daemon.config_docs import describe_broker, describe_source
+from kafkad.daemon.config_keys.kafka_only import KAFKA_ONLY_KEYS
 from kafkad.daemon.dynamic_config import DEFAULT_ENTITY
 from kafkad.daemon.dynamic_config import SERVICE_KEY as DYNAMIC_SERVICE
 from kafkad.daemon.handlers import RequestContext, handler
@@ -76,7 +78,19 @@ def _topic_configs(broker: Broker, overrides: dict[str, str], synonyms: bool) ->
 
 
 def _broker_configs(broker: Broker) -> list[dict[str, Any]]:
-    return [_entry(r.name, r.value, r.read_only, r.source, []) for r in describe_broker(broker.config)]
+    rows = [_entry(r.name, r.value, r.read_only, r.source, []) for r in describe_broker(broker.config)]
+    dynamic = broker.services.get(DYNAMIC_SERVICE)
+    own = dynamic.configs_of(str(broker.broker_id)) if dynamic is not None else {}
+    default = dynamic.configs_of(DEFAULT_ENTITY) if dynamic is not None else {}
+    for key in KAFKA_ONLY_KEYS.values():
+        if key.name in own:
+            value, source = own[key.name], DescribeSource.DYNAMIC_BROKER_CONFIG
+        elif key.name in default:
+            value, source = default[key.name], DescribeSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        else:
+            value, source = key.default, DescribeSource.DEFAULT_CONFIG
+        rows.append(_entry(key.name, value, False, source, []))
+    return rows
 
 
 def _default_entity_configs(broker: Broker) -> list[dict[str, Any]]:

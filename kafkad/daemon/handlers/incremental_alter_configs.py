@@ -8,7 +8,8 @@ Standalone the overrides are stored by storage (LogManager.set_topic_overrides);
 current ones are read from and the result written to ZooKeeper through `broker.services["cluster"]`
 (read_topic_configs / alter_topic_configs, which replaces the topic's whole config).
 Broker resources ("" = the cluster-wide default, or this broker's id) change the dynamic broker configs
-(daemon/dynamic_config.py): the live keys only, applied at once; others are refused as Kafka does.
+(daemon/dynamic_config.py): the live keys only, applied at once, and Kafka's dynamic names kafkad only
+stores (config_keys/kafka_only.py); others are refused as Kafka does.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 
 from kafkad.daemon.broker import Broker
 from kafkad.daemon.config_defs import ConfigType as BrokerConfigType
+from kafkad.daemon.config_keys.kafka_only import KAFKA_ONLY_KEYS
 from kafkad.daemon.config_table import KEYS_BY_NAME
+from kafkad.daemon.dynamic_config import DEFAULT_ENTITY
 from kafkad.daemon.dynamic_config import SERVICE_KEY as DYNAMIC_SERVICE
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
@@ -123,13 +126,15 @@ async def _alter_broker(broker: Broker, name: str, ops: Sequence[Mapping[str, An
         raise KafkaError(ErrorCode.INVALID_REQUEST, "dynamic broker configs are not available")
     entity = dynamic.entity(name)
     current = dynamic.configs_of(entity)
-    effective = {k: s.text or "" for k, s in broker.config.settings.items()}
+    effective = {k.name: k.default or "" for k in KAFKA_ONLY_KEYS.values()}
+    effective.update(dynamic.configs_of(DEFAULT_ENTITY))  # kafka_only keys: the cluster default
+    effective.update({k: s.text or "" for k, s in broker.config.settings.items()})
     changes = apply_ops(current, effective, ops, _broker_is_list)
     await dynamic.replace(entity, merged(current, changes), validate)
 
 
 def _broker_is_list(name: str) -> bool:
-    key = KEYS_BY_NAME.get(name)
+    key = KEYS_BY_NAME.get(name) or KAFKA_ONLY_KEYS.get(name)
     return key is not None and key.type is BrokerConfigType.LIST
 
 

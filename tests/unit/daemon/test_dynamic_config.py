@@ -65,3 +65,24 @@ def test_restart_only_and_unknown_keys_refused() -> None:
     with pytest.raises(KafkaError) as e:
         check_keys({"log.retnetion.ms": "1"})
     assert e.value.code is ErrorCode.INVALID_CONFIG
+
+
+def test_kafka_only_names_are_accepted_type_checked_and_kept_out_of_the_table() -> None:
+    """Kafka's dynamic broker names kafkad has no use for (sasl.kerberos.*, num.io.threads, ...) pass,
+    with Kafka's type check and its per-broker-only rule, and never reach build_config."""
+    check_keys({"sasl.kerberos.min.time.before.relogin": "58000", "num.io.threads": "4"})
+    check_keys({"log.cleaner.threads": "2", "max.connections": "100"}, cluster_default=True)
+    for configs, code, words in (
+        ({"sasl.kerberos.min.time.before.relogin": "soon"}, ErrorCode.INVALID_CONFIG, "Not a long"),
+        ({"log.preallocate": "maybe"}, ErrorCode.INVALID_CONFIG, "Not a boolean"),
+        ({"num.io.threads": str(2**31)}, ErrorCode.INVALID_CONFIG, "Not a int"),
+    ):
+        with pytest.raises(KafkaError) as e:
+            check_keys(configs)
+        assert e.value.code is code and words in e.value.message
+    with pytest.raises(KafkaError) as e:
+        check_keys({"sasl.kerberos.min.time.before.relogin": "58000"}, cluster_default=True)
+    assert e.value.code is ErrorCode.INVALID_REQUEST and "broker id must be specified" in e.value.message
+    static = build_config([("listeners", "PLAINTEXT://127.0.0.1:9092", FILE)])
+    config = layered(static, {"0": {"sasl.kerberos.min.time.before.relogin": "58000"}}, 0)
+    assert "sasl.kerberos.min.time.before.relogin" not in config.settings and not config.warnings

@@ -132,18 +132,24 @@ class ClusterAdmin:
             return [CreateOp(path, data), change]
         return [SetOp(path, data), change]
 
-    async def _wait_ready(self, name: str, partitions: int) -> None:
-        """Until every partition has a leader in ZooKeeper (the controller elected it) and, once this
-        broker's metadata cache is fed by UpdateMetadata, until the cache shows them (bounded)."""
+    async def _wait_ready(
+        self, name: str, partitions: int, first: int = 0, timeout_s: float | None = None
+    ) -> None:
+        """Until partitions `first`..`partitions`-1 have a leader in ZooKeeper (the controller elected
+        it) and, once this broker's metadata cache is fed by UpdateMetadata, until the cache shows them
+        (bounded). Raises REQUEST_TIMED_OUT when ZooKeeper shows no leader by the deadline."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._wait_timeout_s
-        for p in range(partitions):
+        deadline = loop.time() + (self._wait_timeout_s if timeout_s is None else timeout_s)
+        for p in range(first, partitions):
             path = Z.PartitionStateZNode.path(name, p)
             while True:
                 changed: asyncio.Future[None] = loop.create_future()
                 got = await self.zk.get_or_none(path, watch=partial(_fire, changed))
                 if got is None:
-                    await self.zk.exists(path, watch=partial(_fire, changed))
+                    if await self.zk.exists(path, watch=partial(_fire, changed)) is not None:
+                        # Created between the two reads: this exists watch is now a data watch that
+                        # fires only at the state's next change, so read it again instead of waiting.
+                        continue
                 elif Z.PartitionStateZNode.decode(got[0], got[1].version).leader >= 0:
                     break
                 left = deadline - loop.time()
@@ -156,8 +162,15 @@ class ClusterAdmin:
 
     # --- CreatePartitions ---------------------------------------------------------------------------
     async def create_partitions(
-        self, name: str, count: int, assignment: Sequence[Sequence[int]] | None, validate_only: bool
+        self,
+        name: str,
+        count: int,
+        assignment: Sequence[Sequence[int]] | None,
+        validate_only: bool,
+        timeout_ms: int = 30_000,
     ) -> None:
+        """Adds partitions in ZooKeeper. As Kafka's ZkAdminManager: with `timeout_ms` <= 0 answers once
+        written, else once the new partitions have leaders (REQUEST_TIMED_OUT past `timeout_ms`)."""
         got = await self.zk.get_or_none(Z.TopicZNode.path(name))
         if got is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
@@ -195,7 +208,8 @@ class ClusterAdmin:
             raise KafkaError(
                 ErrorCode.REASSIGNMENT_IN_PROGRESS, f"topic {name} changed concurrently; retry"
             ) from None
-        await self._wait_ready(name, count)
+        if timeout_ms > 0:
+            await self._wait_ready(name, count, first=have, timeout_s=timeout_ms / 1000)
 
     # --- DeleteTopics -------------------------------------------------------------------------------
     async def delete_topics(

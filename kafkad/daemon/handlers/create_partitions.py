@@ -1,4 +1,5 @@
-"""CreatePartitions (37) v0-1: grow a topic (never shrink: INVALID_PARTITIONS); validate_only."""
+"""CreatePartitions (37) v0-1: grow a topic (never shrink: INVALID_PARTITIONS); validate_only. In cluster mode
+the answer waits up to timeout_ms for the new partitions' leaders, none with timeout_ms <= 0, as Kafka."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         try:
             if cluster is not None:
                 explicit = [list(a["broker_ids"]) for a in t.get("assignments") or []] or None
-                await cluster.create_partitions(name, count, explicit, request.body["validate_only"])
+                await cluster.create_partitions(
+                    name, count, explicit, request.body["validate_only"], request.body["timeout_ms"]
+                )
                 results.append({"name": name, "error_code": 0, "error_message": None})
                 continue
             current = broker.replicas.topics().get(name, 0)  # offline partitions count too

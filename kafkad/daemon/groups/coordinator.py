@@ -283,6 +283,21 @@ class MembershipCoordinator(RebalanceStateMachine):
                 callback, m.sync_callback = m.sync_callback, None
                 callback(self._sync_result(group, m.assignment))
 
+    def assignment_not_replicated(self, group_id: str, generation_id: int, error: ErrorCode) -> None:
+        """Cluster mode: the assignment persisted by a SyncGroup of `generation_id` did not reach the
+        ISR (its handler waits for that after the group went Stable). As Kafka's storeGroup callback:
+        the assignment is dropped and the group prepares a rebalance, so the members rejoin instead of
+        working from an assignment a new coordinator would not load. Idempotent: every member's
+        SyncGroup of that generation reports the same failure."""
+        group = self.groups.get(group_id)
+        if group is None or group.generation_id != generation_id or group.state is not GroupState.STABLE:
+            return
+        log.warning(
+            "group %s: assignment of generation %d not replicated: %s", group_id, generation_id, error.name
+        )
+        self._reset_and_propagate_sync_error(group, error)
+        self._prepare_rebalance(group, "could not replicate the assignment")
+
     @staticmethod
     def _sync_result(group: Group, assignment: bytes) -> SyncResult:
         return SyncResult(ErrorCode.NONE, assignment, group.protocol_type, group.protocol_name)

@@ -1,6 +1,7 @@
 """SyncGroup (14) v0-3: followers wait (a future) for the leader's assignment; a Stable group
 answers at once with the member's stored assignment. In cluster mode the answer waits until the group's
-__consumer_offsets partition has replicated the assignment record (Kafka's storeGroup with acks=-1)."""
+__consumer_offsets partition has replicated the assignment record (Kafka's storeGroup with acks=-1); if it
+does not, the group drops the assignment and rebalances, as Kafka's storeGroup callback does."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         if not fut.done():
             fut.set_result(result)
 
-    coordinator_for(ctx.broker).sync_group(
+    coordinator = coordinator_for(ctx.broker)
+    coordinator.sync_group(
         b["group_id"] or "",
         b["generation_id"],
         b["member_id"] or "",
@@ -41,5 +43,6 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             own, b["group_id"] or "", timed_out=ErrorCode.COORDINATOR_NOT_AVAILABLE
         )
         if failed is not None:
+            coordinator.assignment_not_replicated(b["group_id"] or "", b["generation_id"], failed)
             return {"throttle_time_ms": 0, "error_code": int(failed), "assignment": b""}
     return {"throttle_time_ms": 0, "error_code": int(result.error), "assignment": result.assignment}

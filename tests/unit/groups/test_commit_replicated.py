@@ -182,3 +182,50 @@ def test_a_group_whose_only_commit_is_replicating_does_not_expire(tmp_path: Path
         return out["topics"][0]["partitions"][0]["error_code"], await fetched_offset(b)
 
     assert asyncio.run(go()) == (0, 11)
+
+
+def _static_join(group: str, instance: str) -> dict[str, Any]:
+    return {
+        "group_id": group,
+        "session_timeout_ms": 10000,
+        "rebalance_timeout_ms": 10000,
+        "member_id": "",
+        "group_instance_id": instance,  # static: no MEMBER_ID_REQUIRED round trip
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}],
+    }
+
+
+def test_an_assignment_that_fails_to_replicate_makes_the_group_rebalance(tmp_path: Path) -> None:
+    """Kafka's storeGroup callback: a SyncGroup whose assignment record does not reach the ISR answers the
+    error, drops the assignment and prepares a rebalance, so members rejoin (heartbeats answer
+    REBALANCE_IN_PROGRESS) instead of working from an assignment a new coordinator would not load."""
+    b, part = cluster_broker(tmp_path, isr=[0, 2])
+
+    async def go() -> tuple[Any, Any]:
+        joined = await asyncio.wait_for(call(b, ApiKey.JOIN_GROUP, 5, _static_join("g3", "s-1")), 10)
+        assert joined["error_code"] == 0, joined
+        sync_body = {
+            "group_id": "g3",
+            "generation_id": joined["generation_id"],
+            "member_id": joined["member_id"],
+            "group_instance_id": "s-1",
+            "assignments": [{"member_id": joined["member_id"], "assignment": b"A"}],
+        }
+        sync = asyncio.ensure_future(call(b, ApiKey.SYNC_GROUP, 3, sync_body))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not sync.done()
+        part.become_leader(2, isr=[0], replicas=[0, 2])  # follower 2 dropped: ISR below min.insync 2
+        synced = await asyncio.wait_for(sync, 10)
+        beat = {
+            "group_id": "g3",
+            "generation_id": joined["generation_id"],
+            "member_id": joined["member_id"],
+            "group_instance_id": "s-1",
+        }
+        return synced, await call(b, ApiKey.HEARTBEAT, 4, beat)
+
+    synced, beat = asyncio.run(go())
+    assert synced["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE, synced
+    assert beat["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS, beat

@@ -24,6 +24,7 @@ from kafkad.daemon.groups.group import (
     JoinResult,
     Member,
     Protocol,
+    StaticReplacement,
     SyncCallback,
     SyncResult,
 )
@@ -195,6 +196,15 @@ class MembershipCoordinator(RebalanceStateMachine):
         if old.sync_callback is not None:
             old.sync_callback(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
             old.sync_callback = None
+        member = group.members[old_id]
+        replaced = StaticReplacement(
+            old_id,
+            member.protocols,
+            member.session_timeout_ms,
+            member.rebalance_timeout_ms,
+            member.client_id,
+            member.client_host,
+        )
         member = group.replace_static(old_id, new_id)
         old_selected = group.protocol_name
         member.protocols = req.protocols
@@ -208,8 +218,11 @@ class MembershipCoordinator(RebalanceStateMachine):
                 self.store.write(group.group_id, [group_record(group)])
             except Exception:
                 log.exception("group %s: persisting static member replacement", group.group_id)
-                group.replace_static(new_id, old_id)
-                respond(JoinResult(ErrorCode.UNKNOWN_SERVER_ERROR, ""))
+                respond(
+                    self.static_member_not_replicated(
+                        group.group_id, new_id, replaced, ErrorCode.UNKNOWN_SERVER_ERROR
+                    )
+                )
                 return
             # the old leader id makes the current leader skip a pointless reassignment
             respond(
@@ -221,6 +234,7 @@ class MembershipCoordinator(RebalanceStateMachine):
                     group.protocol_name,
                     old_leader or "",
                     (),
+                    replaced,
                 )
             )
             return
@@ -230,6 +244,27 @@ class MembershipCoordinator(RebalanceStateMachine):
         else:
             self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined")
             self._try_complete_join(group)
+
+    def static_member_not_replicated(
+        self, group_id: str, new_id: str, replaced: StaticReplacement, error: ErrorCode
+    ) -> JoinResult:
+        """The group record naming a rejoined static member's new id was not persisted or did not reach
+        the ISR: as Kafka, the member gets its old id and settings back and the join answers `error`
+        with no member id (the client rejoins). Nothing to restore if the member changed meanwhile."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return JoinResult(error, "")
+        member = group.members.get(new_id)
+        if member is not None and replaced.old_member_id not in group.members:
+            member = group.replace_static(new_id, replaced.old_member_id)
+            member.protocols = replaced.protocols
+            member.session_timeout_ms = replaced.session_timeout_ms
+            member.rebalance_timeout_ms = replaced.rebalance_timeout_ms
+            member.client_id, member.client_host = replaced.client_id, replaced.client_host
+            self._touch(group, member)
+        return JoinResult(
+            error, "", group.generation_id, group.protocol_type, group.protocol_name, group.leader_id or ""
+        )
 
     # --- SyncGroup ---------------------------------------------------------------------------
 

@@ -40,6 +40,19 @@ class JoinMember:
 
 
 @dataclass(frozen=True, slots=True)
+class StaticReplacement:
+    """What a static member's rejoin replaced when it rewrote the group record at once (Stable group):
+    restored if that record fails to replicate (Kafka's updateStaticMemberAndRebalance callback)."""
+
+    old_member_id: str
+    protocols: tuple[Protocol, ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True)
 class JoinResult:
     error: ErrorCode
     member_id: str
@@ -48,6 +61,8 @@ class JoinResult:
     protocol_name: str | None = None
     leader: str = ""
     members: tuple[JoinMember, ...] = ()
+    # set when this answer rewrote the group record: cluster mode waits for its replication first
+    replaced: StaticReplacement | None = None
 
 
 @dataclass(frozen=True, slots=True)

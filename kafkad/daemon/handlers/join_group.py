@@ -1,6 +1,8 @@
 """JoinGroup (11) v0-5: parked in the coordinator until the rebalance completes (a future, never
 blocking the loop). v0 has no rebalance timeout (the session timeout serves), v4+ gets the
-MEMBER_ID_REQUIRED round trip for dynamic members, v5 carries group.instance.id."""
+MEMBER_ID_REQUIRED round trip for dynamic members, v5 carries group.instance.id. In cluster mode a static
+member's rejoin that rewrote the group record is answered once that record is replicated; if it is not,
+the member's old id is restored and the join fails, as Kafka's updateStaticMemberAndRebalance."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import JoinRequest, JoinResult, Protocol
-from kafkad.daemon.groups.ownership import check_coordinator
+from kafkad.daemon.groups.ownership import SERVICE_KEY as OWNERSHIP_KEY
+from kafkad.daemon.groups.ownership import check_coordinator, commit_replicated
 from kafkad.daemon.groups.service import ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
@@ -67,4 +70,12 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             fut.set_result(result)
 
     coordinator.join_group(req, respond)
-    return _body(await fut)
+    result = await fut
+    own = ctx.broker.services.get(OWNERSHIP_KEY)
+    if own is not None and result.replaced is not None and result.error is ErrorCode.NONE:
+        failed = await commit_replicated(own, req.group_id, timed_out=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if failed is not None:
+            result = coordinator.static_member_not_replicated(
+                req.group_id, result.member_id, result.replaced, failed
+            )
+    return _body(result)

@@ -229,3 +229,48 @@ def test_an_assignment_that_fails_to_replicate_makes_the_group_rebalance(tmp_pat
     synced, beat = asyncio.run(go())
     assert synced["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE, synced
     assert beat["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS, beat
+
+
+def test_a_static_rejoin_waits_for_its_group_record_and_reverts_when_not_replicated(tmp_path: Path) -> None:
+    """A static member rejoining a Stable group gets a new member id written in the group record at once
+    (no rebalance). Kafka answers once that record is stored with acks=-1; when it is not, the member
+    keeps its old id (which stays valid) and the join fails with no member id."""
+    b, part = cluster_broker(tmp_path, isr=[0, 2])
+
+    async def go() -> tuple[Any, Any, Any]:
+        joined = await asyncio.wait_for(call(b, ApiKey.JOIN_GROUP, 5, _static_join("g4", "s-1")), 10)
+        old_id, generation = joined["member_id"], joined["generation_id"]
+        sync_body = {
+            "group_id": "g4",
+            "generation_id": generation,
+            "member_id": old_id,
+            "group_instance_id": "s-1",
+            "assignments": [{"member_id": old_id, "assignment": b"A"}],
+        }
+        sync = asyncio.ensure_future(call(b, ApiKey.SYNC_GROUP, 3, sync_body))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        part.update_follower_position(2, part.log_end_offset)
+        assert (await asyncio.wait_for(sync, 10))["error_code"] == 0
+        end = part.log_end_offset
+        rejoin = asyncio.ensure_future(call(b, ApiKey.JOIN_GROUP, 5, _static_join("g4", "s-1")))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert part.log_end_offset > end  # the group record with the new member id is appended...
+        waited = not rejoin.done()  # ...and the answer waits for the ISR
+        part.become_leader(2, isr=[0], replicas=[0, 2])  # follower 2 dropped: below min.insync 2
+        rejoined = await asyncio.wait_for(rejoin, 10)
+        beat = {
+            "group_id": "g4",
+            "generation_id": generation,
+            "member_id": old_id,
+            "group_instance_id": "s-1",
+        }
+        return waited, rejoined, await call(b, ApiKey.HEARTBEAT, 4, beat)
+
+    waited, rejoined, beat = asyncio.run(go())
+    assert waited
+    assert (rejoined["error_code"], rejoined["member_id"]) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, ""), (
+        rejoined
+    )
+    assert beat["error_code"] == ErrorCode.NONE, beat  # the old id is the member's again

@@ -138,6 +138,8 @@ class Group:
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_members: dict[str, TimerHandle] = field(default_factory=dict)
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
+    # cluster mode: the append order (PendingCommit.seq) of the commit `offsets` holds per partition
+    offset_seqs: dict[tuple[str, int], int] = field(default_factory=dict)
     join_timer: TimerHandle | None = None
     initial_delay_active: bool = False
     initial_delay_remaining_ms: int = 0

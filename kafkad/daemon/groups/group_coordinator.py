@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafkad.clock import Clock
 from kafkad.daemon.groups.config import GroupConfig
@@ -48,6 +48,17 @@ class OffsetCommit:
     offset: int
     leader_epoch: int = -1
     metadata: str | None = ""
+
+
+@dataclass(slots=True)
+class PendingCommit:
+    """A cluster-mode commit appended but not yet replicated: filled by `commit_offsets`, served by
+    `apply_commit` once replicated. `seq` is its place in the append order (every write of a group goes
+    to one partition, in call order), so commits applied out of order keep the newest append, as Kafka's
+    onOffsetCommitAppend compares appendedBatchOffset. Mutable: the coordinator fills it in."""
+
+    offsets: dict[TopicPartition, OffsetValue] = field(default_factory=dict)
+    seq: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +100,7 @@ class GroupCoordinator(MembershipCoordinator):
         # group id -> commits appended but not yet replicated (`pending`, cluster mode): such a group has
         # offsets for the expiry pass (Kafka's hasOffsets counts pendingOffsetCommits)
         self._replicating: dict[str, int] = {}
+        self._append_seq = 0  # PendingCommit.seq of the last pending commit appended
 
     # --- OffsetCommit / OffsetFetch ----------------------------------------------------------
 
@@ -100,7 +112,7 @@ class GroupCoordinator(MembershipCoordinator):
         instance_id: str | None,
         offsets: Mapping[TopicPartition, OffsetCommit],
         *,
-        pending: dict[TopicPartition, OffsetValue] | None = None,
+        pending: PendingCommit | None = None,
     ) -> dict[TopicPartition, ErrorCode]:
         """Validate and append the commit. The offsets are visible to OffsetFetch at once, or, with
         `pending` (cluster mode: the append must reach the ISR first), put there for `apply_commit`
@@ -145,7 +157,9 @@ class GroupCoordinator(MembershipCoordinator):
             if pending is None:
                 group.offsets.update(accepted)
             else:
-                pending.update(accepted)
+                pending.offsets.update(accepted)
+                self._append_seq += 1
+                pending.seq = self._append_seq
                 self._replicating[group_id] = self._replicating.get(group_id, 0) + 1
             if results:
                 results.update(dict.fromkeys(accepted, ErrorCode.NONE))
@@ -156,17 +170,22 @@ class GroupCoordinator(MembershipCoordinator):
             self._touch(group, member)
         return results
 
-    def apply_commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetValue] | None) -> None:
-        """A `pending` commit is replicated: OffsetFetch serves it (unless the group went meanwhile);
-        None: it failed to replicate. Either way it is no longer pending."""
+    def apply_commit(self, group_id: str, pending: PendingCommit, replicated: bool) -> None:
+        """A `pending` commit is replicated: OffsetFetch serves it (unless the group went meanwhile, or a
+        commit appended after it was applied first); not `replicated`: it is dropped. Either way it is no
+        longer pending."""
         left = self._replicating.get(group_id, 0) - 1
         if left > 0:
             self._replicating[group_id] = left
         else:
             self._replicating.pop(group_id, None)
         group = self.groups.get(group_id)
-        if offsets is not None and group is not None and group.state is not GroupState.DEAD:
-            group.offsets.update(offsets)
+        if replicated and group is not None and group.state is not GroupState.DEAD:
+            seqs, seq = group.offset_seqs, pending.seq
+            for tp, value in pending.offsets.items():
+                if seqs.get(tp, -1) < seq:
+                    group.offsets[tp] = value
+                    seqs[tp] = seq
 
     @staticmethod
     def _validate_commit(

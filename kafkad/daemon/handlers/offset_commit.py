@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.groups import GroupCoordinator, OffsetCommit
+from kafkad.daemon.groups.group_coordinator import PendingCommit
 from kafkad.daemon.groups.ownership import SERVICE_KEY as OWNERSHIP_KEY
 from kafkad.daemon.groups.ownership import GroupOwnership, check_coordinator, commit_replicated
-from kafkad.daemon.groups.records import OffsetValue
 from kafkad.daemon.groups.service import coordinator_if_ready, ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
@@ -26,7 +26,7 @@ async def _replicate_then_apply(
     own: GroupOwnership,
     coordinator: GroupCoordinator,
     group_id: str,
-    pending: Mapping[tuple[str, int], OffsetValue],
+    pending: PendingCommit,
 ) -> ErrorCode | None:
     replicated = False
     try:
@@ -34,7 +34,7 @@ async def _replicate_then_apply(
         replicated = failed is None
         return failed
     finally:
-        coordinator.apply_commit(group_id, pending if replicated else None)
+        coordinator.apply_commit(group_id, pending, replicated)
 
 
 def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
@@ -70,7 +70,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             )
     own = ctx.broker.services.get(OWNERSHIP_KEY)  # cluster mode: answer once the offsets are replicated
     group_id = b["group_id"] or ""
-    pending: dict[tuple[str, int], OffsetValue] | None = None if own is None else {}
+    pending = None if own is None else PendingCommit()
     results = coordinator.commit_offsets(
         group_id,
         b["generation_id_or_member_epoch"],
@@ -79,7 +79,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         offsets,
         pending=pending,
     )
-    if own is not None and pending:
+    if own is not None and pending is not None and pending.offsets:
         task = asyncio.ensure_future(_replicate_then_apply(own, coordinator, group_id, pending))
         _REPLICATING.add(task)
         task.add_done_callback(_REPLICATING.discard)

@@ -274,3 +274,27 @@ def test_a_static_rejoin_waits_for_its_group_record_and_reverts_when_not_replica
         rejoined
     )
     assert beat["error_code"] == ErrorCode.NONE, beat  # the old id is the member's again
+
+
+def test_commits_replicated_together_keep_the_newest_append(tmp_path: Path) -> None:
+    """Two commits of one partition wait for the ISR; the follower then catches up past both at once.
+    The older one's waiter wakes after the newer one's check found it replicated, so they are applied
+    in that order: OffsetFetch must still serve the newer (Kafka orders by append offset), not the
+    older commit that happened to be applied last."""
+    b, part = cluster_broker(tmp_path, isr=[0, 2])
+
+    async def go() -> tuple[Any, Any, int]:
+        older = asyncio.ensure_future(call(b, ApiKey.OFFSET_COMMIT, 7, commit_body(5)))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert part.log_end_offset == 1 and not older.done()  # parked on the ISR
+        newer = asyncio.ensure_future(call(b, ApiKey.OFFSET_COMMIT, 7, commit_body(6)))
+        await asyncio.sleep(0)  # the newer commit is appended; its replication wait not yet started
+        assert part.log_end_offset == 2
+        part.update_follower_position(2, part.log_end_offset)
+        return await asyncio.wait_for(older, 10), await asyncio.wait_for(newer, 10), await fetched_offset(b)
+
+    older, newer, offset = asyncio.run(go())
+    assert older["topics"][0]["partitions"][0]["error_code"] == 0
+    assert newer["topics"][0]["partitions"][0]["error_code"] == 0
+    assert offset == 6

@@ -3,7 +3,10 @@ describe_cluster shows); cluster authorized operations are the full set when ask
 
 v1's endpoint type 2 (KRaft controllers) is MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers it.
 Standalone the broker is the whole cluster and its own controller. In cluster mode the live brokers and
-the controller come from the metadata cache (replication) that UpdateMetadata keeps current.
+the controller come from the metadata cache (replication) that UpdateMetadata keeps current. Before the
+controller's first UpdateMetadata the answer waits for it as Metadata does (cluster_metadata.py), rather
+than naming this broker the whole cluster and its controller; if it does not come the connection is
+closed, so the client asks another broker.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.daemon.authorized_operations import cluster_operations
+from kafkad.daemon.cluster_metadata import CACHE_WAIT_S
+from kafkad.daemon.dispatcher import CloseConnection
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 from kafkad.replication.metadata_cache import MetadataCache
@@ -62,9 +67,9 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     brokers = [{"broker_id": broker.broker_id, "host": host, "port": port, "rack": broker.config.server.rack}]
     cache = broker.services.get("metadata_cache") if broker.services.get("cluster") is not None else None
     if isinstance(cache, MetadataCache):
-        live = _cluster_brokers(cache, ctx.listener)
-        if live:  # empty until the controller's first UpdateMetadata: then this broker alone
-            controller, brokers = cache.controller_id, live
+        if not cache.initialized and not await cache.wait_initialized(CACHE_WAIT_S):
+            raise CloseConnection(f"no metadata from the controller within {CACHE_WAIT_S:.0f} s")
+        controller, brokers = cache.controller_id, _cluster_brokers(cache, ctx.listener)
     return {
         "throttle_time_ms": 0,
         "error_code": 0,

@@ -12,17 +12,29 @@ bridge has shipped; unshipped ones are taken only when shipped ones are not enou
 WARNING for each). What is still missing after every closed segment is gone is the shortfall: the
 LogManager then blocks writes (`BudgetState.check_writable` raises KAFKA_STORAGE_ERROR) until a later
 pass finds the budget met again. Reads are never blocked.
+
+The periodic pass alone lets a fast producer overrun the budget between two passes, so the append path
+has a `WriteGate` too: every append charges its size against the headroom measured last (statvfs, or
+the byte cap minus the logs' size); only when the charges could have used it all up is the headroom
+measured again, so far from the limit that costs a subtraction per append and near it one statvfs per
+request. A client write that would cross the limit is refused with the same KAFKA_STORAGE_ERROR, and
+its size becomes the pass's reserve: the pass frees (or blocks writes until there is) room for it.
+Replica and coordinator appends are charged but never refused.
 """
 
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage.log_types import AppendOrigin
+
+log = logging.getLogger("kafkad.storage.log_manager")  # operators filter the budget's lines on it
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,15 +100,20 @@ def plan_budget(
     min_free_percent: float,
     candidates: Iterable[SegmentCandidate],
     is_shipped: ShippedCheck = everything_shipped,
+    reserve_bytes: int = 0,
 ) -> BudgetPlan:
-    """Loop-safe, pure: choose the segments to delete so both limits hold again (see the module doc)."""
-    global_need = sum(used_bytes_by_dir.values()) - max_bytes if max_bytes > 0 else 0
+    """Loop-safe, pure: choose the segments to delete so both limits hold again (see the module doc).
+
+    `reserve_bytes`: room to make beyond the limits (a write the append path refused, `WriteGate`).
+    """
+    global_need = sum(used_bytes_by_dir.values()) + reserve_bytes - max_bytes if max_bytes > 0 else 0
     device_need: dict[int, int] = {}
     dir_device: dict[str, int] = {}
     for d, u in usage_by_dir.items():
         dir_device[d] = u.device
         if min_free_percent > 0:
-            device_need[u.device] = math.ceil(u.total_bytes * min_free_percent / 100.0) - u.free_bytes
+            need = math.ceil(u.total_bytes * min_free_percent / 100.0) - u.free_bytes
+            device_need[u.device] = need + reserve_bytes
 
     def shortfall() -> int:
         return max(0, global_need, *device_need.values())
@@ -144,13 +161,18 @@ def _age_key(c: SegmentCandidate) -> tuple[int, str, int, int]:
 
 
 class BudgetState:
-    """Whether writes are allowed; flipped by the budget pass, read by the produce path (loop-safe, cheap)."""
+    """Whether writes are allowed; flipped by the budget pass, read by the produce path (loop-safe, cheap).
 
-    __slots__ = ("_reason", "writes_blocked")
+    `reserve_bytes`: the largest write the append path refused since the budget was last met (the
+    pass makes room for it before writes resume, so a refused producer's retry fits).
+    """
+
+    __slots__ = ("_reason", "reserve_bytes", "writes_blocked")
 
     def __init__(self) -> None:
         self.writes_blocked = False
         self._reason = ""
+        self.reserve_bytes = 0
 
     def block(self, reason: str) -> None:
         self.writes_blocked = True
@@ -163,3 +185,80 @@ class BudgetState:
     def check_writable(self) -> None:
         if self.writes_blocked:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"writes blocked: {self._reason}")
+
+
+Headroom = Callable[[], int]  # bytes that may still be appended before a budget limit is crossed
+
+# With both limits off the gate asks again after this many bytes (a dynamic config may turn one on).
+_UNLIMITED_RECHECK = 64 << 20
+
+
+class WriteGate:
+    """The append path's disk-budget check (module docstring). Runs on the event loop.
+
+    `charge(size, origin)` is called once before every append (PartitionLog.append inlines it). `headroom` measures afresh (statvfs
+    of each log dir: a cheap syscall, no I/O); it runs only when the bytes charged since the last
+    measurement could have used up the headroom then measured, or after `reset`.
+    """
+
+    __slots__ = ("_headroom", "_state", "remaining")
+
+    def __init__(self, headroom: Headroom, state: BudgetState) -> None:
+        self._headroom = headroom
+        self._state = state
+        self.remaining = 0  # measure at the first append
+
+    def charge(self, size: int, origin: AppendOrigin) -> None:
+        """Count an append of `size` bytes; KafkaError(KAFKA_STORAGE_ERROR) if a client's would cross."""
+        self.remaining -= size
+        if self.remaining < 0:
+            self.measure(size, origin)
+
+    def reset(self, headroom: int) -> None:
+        """A fresh measurement from the budget pass (or 0: measure at the next append)."""
+        self.remaining = headroom
+
+    def measure(self, size: int, origin: AppendOrigin) -> None:
+        """`charge`'s slow part, once `remaining` (already charged with `size`) went negative."""
+        headroom = self._headroom()
+        self.remaining = headroom - size
+        if self.remaining < 0 and origin is AppendOrigin.CLIENT:
+            self.remaining = headroom  # refused: nothing written
+            state = self._state
+            if not state.reserve_bytes:  # once until the budget is met again, not per refused request
+                log.warning(
+                    "disk budget: refusing writes (%d bytes would cross it, %d bytes left)",
+                    size,
+                    max(headroom, 0),
+                )
+            state.reserve_bytes = max(state.reserve_bytes, size - max(headroom, 0))
+            raise KafkaError(
+                ErrorCode.KAFKA_STORAGE_ERROR,
+                f"writes refused: {size} bytes would take the log dirs past their disk budget "
+                f"({max(headroom, 0)} bytes left)",
+            )
+
+
+def headroom_of(
+    *,
+    usage_by_dir: Mapping[str, DiskUsage],
+    used_bytes: int,
+    max_bytes: int,
+    min_free_percent: float,
+) -> int:
+    """Pure: bytes that may be appended before either limit is crossed (`_UNLIMITED_RECHECK` if none is on).
+
+    Per filesystem: free bytes above the min-free threshold; overall: the byte cap minus `used_bytes`.
+    """
+    out = _UNLIMITED_RECHECK
+    if max_bytes > 0:
+        out = max_bytes - used_bytes
+    if min_free_percent > 0:
+        for u in usage_by_dir.values():
+            out = min(out, u.free_bytes - math.ceil(u.total_bytes * min_free_percent / 100.0))
+    return out
+
+
+# Logs outside a LogManager (tools, tests): a gate that never measures (2**62 bytes would take ages).
+UNLIMITED_GATE = WriteGate(lambda: 1 << 62, BudgetState())
+UNLIMITED_GATE.reset(1 << 62)

@@ -37,6 +37,7 @@ from kafkad.storage.disk_budget import (
     BudgetState,
     ShippedCheck,
     UsageProbe,
+    WriteGate,
     everything_shipped,
     statvfs_usage,
 )
@@ -100,6 +101,7 @@ class LogManager(LogManagerPasses):
         self._lock = threading.Lock()  # load() and the loop may both queue deletions
         self._checkpoint_lock = threading.Lock()
         self.budget = BudgetState()
+        self.write_gate = WriteGate(self.headroom, self.budget)  # every log's appends charge it
         # Spark bridge metrics: segments retention kept only because they are unshipped (last pass),
         # and unshipped segments the disk budget had to delete anyway (since start).
         self.retention_held_segments = 0
@@ -191,6 +193,7 @@ class LogManager(LogManagerPasses):
                 )
                 continue
             plog, overrides = result
+            plog.write_gate = self.write_gate
             self._logs[tp] = plog
             self._dir_of[tp] = d
             if overrides:
@@ -416,6 +419,7 @@ class LogManager(LogManagerPasses):
             ),
             self._clock,
         )
+        plog.write_gate = self.write_gate
         self._logs[tp] = plog
         self._dir_of[tp] = chosen
         if overrides:

@@ -25,7 +25,9 @@ from kafkad.storage.disk_budget import (
     SegmentCandidate,
     ShippedCheck,
     UsageProbe,
+    WriteGate,
     everything_shipped,
+    headroom_of,
     plan_budget,
 )
 from kafkad.storage.log_dir_layout import TopicPartition
@@ -64,6 +66,7 @@ class LogManagerPasses:
 
     config: LogManagerConfig
     budget: BudgetState
+    write_gate: WriteGate
     retention_held_segments: int
     unshipped_deleted_total: int
     _clock: Clock
@@ -140,23 +143,12 @@ class LogManagerPasses:
         cfg = self.config
         if cfg.log_dirs_max_bytes < 0 and cfg.log_dirs_min_free_percent <= 0:
             self.budget.unblock()
+            self.budget.reserve_bytes = 0
+            self.write_gate.reset(0)
             return BudgetPlan((), (), 0)
-        used: dict[str, int] = dict.fromkeys(self._dirs, 0)
-        for tp, plog in self.partition_logs():
-            used[self._dir_of[tp]] += plog.size_bytes
-        usage: dict[str, DiskUsage] = {}
-        if cfg.log_dirs_min_free_percent > 0:
-            usage = {d: self._probe(d) for d in self._dirs}
-            # Files already waiting for deletion will be freed: count them as free space.
-            pending_by_dev: dict[int, int] = {}
-            with self._lock:
-                for item in self._freed:
-                    dev = usage[item.log_dir].device
-                    pending_by_dev[dev] = pending_by_dev.get(dev, 0) + item.size_bytes
-            usage = {
-                d: DiskUsage(u.device, u.total_bytes, u.free_bytes + pending_by_dev.get(u.device, 0))
-                for d, u in usage.items()
-            }
+        used = self._used_by_dir()
+        usage = self._usage()
+        reserve = self.budget.reserve_bytes
         plan = plan_budget(
             used_bytes_by_dir=used,
             usage_by_dir=usage,
@@ -164,6 +156,7 @@ class LogManagerPasses:
             min_free_percent=cfg.log_dirs_min_free_percent,
             candidates=self._candidates(),
             is_shipped=self._is_shipped,
+            reserve_bytes=reserve,
         )
         self.unshipped_deleted_total += len(plan.unshipped)
         for c in plan.unshipped:
@@ -193,14 +186,53 @@ class LogManagerPasses:
         if plan.shortfall_bytes > 0:
             if not self.budget.writes_blocked:
                 log.error(
-                    "disk budget exceeded by %d bytes with no closed segment left: blocking writes",
+                    "disk budget exceeded by %d bytes (%d of them room for a refused write) with no closed "
+                    "segment left: blocking writes",
                     plan.shortfall_bytes,
+                    min(reserve, plan.shortfall_bytes),
                 )
             self.budget.block(f"log dirs over their disk budget by {plan.shortfall_bytes} bytes")
-        elif self.budget.writes_blocked:
-            log.warning("disk budget met again: writes resume")
-            self.budget.unblock()
+        else:
+            self.budget.reserve_bytes = 0  # the refused write fits now
+            if self.budget.writes_blocked:
+                log.warning("disk budget met again: writes resume")
+                self.budget.unblock()
+        self.write_gate.reset(0)  # segments may have gone, limits may have changed: measure afresh
         return plan
+
+    def headroom(self) -> int:
+        """Loop-safe (statvfs per log dir): bytes that may be appended before the disk budget is crossed
+        (the `WriteGate`'s measurement)."""
+        cfg = self.config
+        used = sum(self._used_by_dir().values()) if cfg.log_dirs_max_bytes > 0 else 0
+        return headroom_of(
+            usage_by_dir=self._usage(),
+            used_bytes=used,
+            max_bytes=cfg.log_dirs_max_bytes,
+            min_free_percent=cfg.log_dirs_min_free_percent,
+        )
+
+    def _used_by_dir(self) -> dict[str, int]:
+        used: dict[str, int] = dict.fromkeys(self._dirs, 0)
+        for tp, plog in self.partition_logs():
+            used[self._dir_of[tp]] += plog.size_bytes
+        return used
+
+    def _usage(self) -> dict[str, DiskUsage]:
+        """statvfs of each log dir (none without a min-free limit); files already waiting for deletion
+        will be freed, so they count as free space."""
+        if self.config.log_dirs_min_free_percent <= 0:
+            return {}
+        usage = {d: self._probe(d) for d in self._dirs}
+        pending_by_dev: dict[int, int] = {}
+        with self._lock:
+            for item in self._freed:
+                dev = usage[item.log_dir].device
+                pending_by_dev[dev] = pending_by_dev.get(dev, 0) + item.size_bytes
+        return {
+            d: DiskUsage(u.device, u.total_bytes, u.free_bytes + pending_by_dev.get(u.device, 0))
+            for d, u in usage.items()
+        }
 
     def _storage_failed(self, tp: TopicPartition, exc: Exception) -> None:
         """A pass hit an I/O error on one partition: offline unless the disk is only full."""

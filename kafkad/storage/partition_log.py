@@ -40,6 +40,7 @@ from crc32c import crc32c
 from kafkad.clock import Clock
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage import cleaner_segments, log_append, log_restore, log_retention
+from kafkad.storage.disk_budget import UNLIMITED_GATE
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_config import LogConfig
 from kafkad.storage.log_loader import LogStats, load_segments
@@ -116,6 +117,8 @@ class PartitionLog:
         self.leader_epoch_cache = LeaderEpochCache(None)
         self.producer_state = ProducerStateManager(directory)
         self._limits: _Limits = self._set_limits()
+        # The disk budget's append-path check (disk_budget.WriteGate); the LogManager installs its own.
+        self.write_gate = UNLIMITED_GATE
 
     # ---- opening -------------------------------------------------------------------------------
 
@@ -215,6 +218,10 @@ class PartitionLog:
         if not isinstance(records, memoryview):
             records = memoryview(records)
         size = len(records)
+        gate = self.write_gate  # the disk budget (WriteGate.charge, inlined): may refuse a client write
+        gate.remaining -= size
+        if gate.remaining < 0:
+            gate.measure(size, origin)
         if origin is _REPLICATION:
             return log_append.append_replicated(self, records, now_ms)
         if size < BATCH_OVERHEAD:

@@ -116,7 +116,7 @@ def test_budget_prefers_shipped_segments_and_warns_on_unshipped(
 def test_budget_blocks_writes_when_nothing_is_left_and_unblocks(tmp_path: Path) -> None:
     clock = ManualClock()
     now = clock.time_ms()
-    free = {"bytes": 5 * MB}
+    free = {"bytes": 50 * MB}
 
     def probe(path: str) -> DiskUsage:
         return DiskUsage(device=1, total_bytes=100 * MB, free_bytes=free["bytes"])
@@ -125,6 +125,7 @@ def test_budget_blocks_writes_when_nothing_is_left_and_unblocks(tmp_path: Path) 
     a = lm.create_partition("a", 0, {"file.delete.delay.ms": "0"})
     add_segments(a, [now - HOUR], now)
     a.append(batch(), leader_epoch=0, now_ms=now)  # the active segment: never deletable
+    free["bytes"] = 5 * MB  # something else filled the disk
     plan = lm.budget_pass(now)  # needs 10 MB free, has 5: deleting one small segment is not enough
     assert [c.base_offset for c in plan.deletions] == [0]
     assert plan.shortfall_bytes > 4 * MB
@@ -148,7 +149,7 @@ def test_budget_blocks_writes_when_nothing_is_left_and_unblocks(tmp_path: Path) 
 def test_budget_counts_files_waiting_for_deletion_as_freed(tmp_path: Path) -> None:
     clock = ManualClock()
     now = clock.time_ms()
-    usage = {"total": 1, "free": 1}
+    usage = {"total": 1 << 40, "free": 1 << 40}  # room for the setup appends
     lm = make(
         tmp_path,
         clock,

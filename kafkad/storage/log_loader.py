@@ -74,8 +74,13 @@ def load_segments(
     recovery_point: int,
     new_segment: Callable[[int], LogSegment],
     stats: LogStats,
+    contiguous: bool = False,
 ) -> LoadedSegments:
-    """Blocking: open (and where needed recover) the segments of `directory`, oldest first."""
+    """Blocking: open (and where needed recover) the segments of `directory`, oldest first.
+
+    `contiguous` (a log the cleaner never compacts): each segment's offsets run up to the next
+    segment's base, so a recovered segment ending short of it lost its tail (later segments go).
+    """
     recover_swaps(directory)  # before the leftovers go: a committed `.swap` must win
     # One os.scandir serves everything below: a clean start opens every partition, and each pathlib
     # glob or exists() cost more than the rest of opening a small partition.
@@ -95,16 +100,47 @@ def load_segments(
                 remove_quietly(directory / n)
     out = LoadedSegments([])
     try:
-        _open_all(directory, names, bases, out, recover, recovery_point, new_segment, stats)
+        _open_all(directory, names, bases, out, recover, recovery_point, new_segment, stats, contiguous)
     except BaseException:
-        for seg in out.segments:  # the partition goes offline: leak no fds
-            with contextlib.suppress(OSError):
-                seg.close()
+        _close_all(out)  # the partition goes offline: leak no fds
         raise
+    if recover and recovery_point > 0 and out.segments and _end_of(out) < recovery_point:
+        # The checkpoint says more was fsynced than the files hold (the disk lost fsynced data, or
+        # the checkpoint is wrong): trust no part of it, CRC-check every segment.
+        log.warning(
+            "%s: recovery point %d is past the log end %d; recovering every segment",
+            directory,
+            recovery_point,
+            _end_of(out),
+        )
+        _close_all(out)
+        return load_segments(
+            directory,
+            recover=True,
+            recovery_point=0,
+            new_segment=new_segment,
+            stats=stats,
+            contiguous=contiguous,
+        )
     for seg in out.segments[:-1]:
         if any(ix.file_length > ix.size_bytes for ix in (seg.offset_index, seg.time_index)):
             seg.on_becoming_inactive()  # a recovered older segment: trim like a roll would
     return out
+
+
+def _close_all(out: LoadedSegments) -> None:
+    for seg in out.segments:
+        with contextlib.suppress(OSError):
+            seg.close()
+
+
+def _end_of(out: LoadedSegments) -> int:
+    """The log end after a recovery (the active segment is always recovered then)."""
+    active = out.segments[-1]
+    last = out.recovered[-1] if out.recovered else None
+    if last is None or last.base_offset < active.base_offset:
+        return active.base_offset
+    return last.base_offset + last.last_offset_delta + 1
 
 
 def _open_all(
@@ -116,6 +152,7 @@ def _open_all(
     recovery_point: int,
     new_segment: Callable[[int], LogSegment],
     stats: LogStats,
+    contiguous: bool,
 ) -> None:
     for i, base in enumerate(bases):
         stem = f"{base:020d}"
@@ -147,7 +184,15 @@ def _open_all(
         if out.first_recovered is None:
             out.first_recovered = base
         out.recovered.extend(headers)
-        if truncated and next_base is not None:
+        if next_base is None:
+            continue
+        end = headers[-1].base_offset + headers[-1].last_offset_delta + 1 if headers else base
+        if contiguous and end != next_base and not truncated:
+            # A power loss took the tail of this segment (or a whole segment after it) but left a
+            # later one: serving that one would skip offsets a replica or consumer may hold.
+            log.warning("%s: segment %d ends at %d, the next starts at %d", directory, base, end, next_base)
+            truncated = 1
+        if truncated:
             for later in bases[i + 1 :]:
                 log.warning("%s: deleting segment %d after a corrupt batch", directory, later)
                 for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):

@@ -129,6 +129,9 @@ class LogManager(LogManagerPasses):
             if clean:
                 clean_dirs += 1
                 marker.unlink()  # a crash from here on must count as unclean (KAFKA-10471)
+                # ... a power loss too: an unlink the directory never synced comes back with the power,
+                # and the marker would then vouch for segments written after this start.
+                checkpoints.fsync_dir(path)
             recovery = _read_checkpoint(path / RECOVERY_POINT_CHECKPOINT)
             if recovery is None:  # torn: recover every partition of the dir from its start
                 recovery, clean = {}, False

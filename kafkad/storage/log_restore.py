@@ -50,6 +50,17 @@ def restore_log(
         log.warning("%s; rebuilding it from the batch headers", exc.message)
         cache = LeaderEpochCache(d / EPOCH_CHECKPOINT)
         recovered, first_recovered = headers_from(plog, plog.log_start_offset), plog.log_start_offset
+    else:
+        if first_recovered is not None and not _epochs_agree(plog, cache, first_recovered):
+            # Older than the log (its last update was lost with the power) or from another history:
+            # an epoch's start offset would be wrong, and followers truncate by it.
+            log.warning(
+                "%s: disagrees with the log below %d; rebuilding it from the batch headers",
+                cache.path,
+                first_recovered,
+            )
+            cache.clear()
+            recovered, first_recovered = headers_from(plog, plog.log_start_offset), plog.log_start_offset
     plog.leader_epoch_cache = cache
     with cache.deferred_writes():  # one checkpoint write (none if nothing changed), not one per step
         if first_recovered is not None:
@@ -94,3 +105,25 @@ def headers_from(plog: PartitionLog, offset: int) -> list[BatchHeader]:
             position = header.position + header.size
             header = seg.header_at(position) if position < seg.size else None
     return out
+
+
+def _epochs_agree(plog: PartitionLog, cache: LeaderEpochCache, first_recovered: int) -> bool:
+    """Whether the checkpoint's epoch at the last batch before the recovered part is that batch's epoch.
+
+    The part below `first_recovered` is trusted from the checkpoint, so it must at least end in the
+    epoch of the log there (one walk over the headers after the previous segment's last index entry).
+    """
+    if first_recovered <= plog.log_start_offset:
+        return True  # everything is rebuilt from the headers anyway
+    previous = [seg for seg in plog.segments if seg.base_offset < first_recovered]
+    if not previous:
+        return True
+    seg = previous[-1]
+    position = seg.offset_index.lookup(2**62)[1] if seg.offset_index.entries else 0
+    last: BatchHeader | None = None
+    while position < seg.size:
+        last = seg.header_at(position)
+        position += last.size
+    if last is None or last.base_offset + last.last_offset_delta < plog.log_start_offset:
+        return True
+    return cache.epoch_for_offset(last.base_offset) == last.partition_leader_epoch

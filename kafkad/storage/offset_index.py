@@ -53,12 +53,15 @@ class MappedIndex:
         self.base_offset = base_offset
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         length = os.fstat(self._fd).st_size
+        if length % self.ENTRY_SIZE:  # torn (or garbage): the mapping needs whole entries
+            length = self._round(length)
+            os.ftruncate(self._fd, length)
         if length == 0:
             length = self._round(max_index_size)
             os.ftruncate(self._fd, length)
             self.entries = 0
         else:
-            self.entries = self._round(length) // self.ENTRY_SIZE
+            self.entries = length // self.ENTRY_SIZE
         self._length = length
         # Entries the file can hold, a plain attribute: the append path tests `entries >= capacity`
         # per append (roll on a full index) without a property call.

@@ -164,6 +164,7 @@ class PartitionLog:
             recovery_point=recovery_point,
             new_segment=self._new_segment,
             stats=self.stats,
+            contiguous="compact" not in self.config.cleanup_policy,
         )
         self._segments.reset(loaded.segments or [self._new_segment(log_start_offset)])
         log_restore.restore_log(

@@ -28,7 +28,12 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 PAGE = 4096
-PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5, "batch.size": 8192}
+PRODUCER: dict[str, str | int | bool] = {
+    "acks": "all",
+    "enable.idempotence": True,
+    "linger.ms": 5,
+    "batch.size": 8192,
+}
 
 
 def _produce(bootstrap: str, recs: list[Rec], codec: str) -> None:

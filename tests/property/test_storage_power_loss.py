@@ -68,6 +68,23 @@ def _write(
         clock.advance(1)
 
 
+def _first_lost(old: bytes, new: bytes, next_base: int | None) -> int | None:
+    """The base offset of the first batch of `old` that `new` does not hold whole and intact; when only
+    bytes past its last batch changed, `next_base` (the later segments go: None if there are none)."""
+    if new == old:
+        return None
+    first_bad = next(
+        (i for i, (x, y) in enumerate(zip(old, new, strict=False)) if x != y), min(len(old), len(new))
+    )
+    pos = 0
+    while pos < len(old):
+        length = int.from_bytes(old[pos + 8 : pos + 12], "big")
+        if pos + length + 12 > first_bad:
+            return int.from_bytes(old[pos : pos + 8], "big")
+        pos += length + 12
+    return next_base
+
+
 def _segments(directory: Path) -> list[int]:
     return sorted(int(p.name[:20]) for p in directory.glob("*.log"))
 
@@ -116,19 +133,19 @@ def test_power_loss_shapes_recover_to_the_valid_prefix(
     bases = _segments(d)
     files = [(b, (d / f"{b:020d}.log").read_bytes()) for b in bases]
     flushed_pos = {}  # per segment: bytes below the recovery point are on disk for sure
-    for b, data in files:
+    for b, content in files:
         pos = 0
-        while pos < len(data):
-            base = int.from_bytes(data[pos : pos + 8], "big")
-            length = int.from_bytes(data[pos + 8 : pos + 12], "big")
-            last = base + int.from_bytes(data[pos + 23 : pos + 27], "big")
+        while pos < len(content):
+            base = int.from_bytes(content[pos : pos + 8], "big")
+            length = int.from_bytes(content[pos + 8 : pos + 12], "big")
+            last = base + int.from_bytes(content[pos + 23 : pos + 27], "big")
             if last >= recovery_point:
                 break
             pos += length + 12
         flushed_pos[b] = pos
     damaged = [b for b in bases if flushed_pos[b] < len(dict(files)[b]) or b >= recovery_point]
     damaged = damaged or [bases[-1]]
-    first_damaged = None  # the first offset whose batch is lost (None: nothing lost)
+    first_damaged: int | None = None  # the first offset whose batch is lost (None: nothing lost)
     if tail == "lost_segments":
         # The directory entries of the newest segments after the recovery point vanished; maybe one
         # index of the active segment survived.
@@ -142,44 +159,26 @@ def test_power_loss_shapes_recover_to_the_valid_prefix(
     elif tail != "none":
         target = damaged[min(int(len(damaged) * where), len(damaged) - 1)]
         path = d / f"{target:020d}.log"
-        data = bytearray(path.read_bytes())
+        old = path.read_bytes()
+        buf = bytearray(old)
         lo = flushed_pos[target]
-        at = lo + int((len(data) - lo) * where)
-        first_bad = at
+        at = lo + int((len(buf) - lo) * where)
         if tail == "cut":
-            del data[at:]
+            del buf[at:]
         elif tail == "zero_tail":
-            data[at:] = bytes(len(data) - at)
+            buf[at:] = bytes(len(buf) - at)
         elif tail == "zero_extend":
-            first_bad = len(data)
-            data += bytes(len(garbage))
+            buf += bytes(len(garbage))
         elif tail == "garbage":
             # Stale blocks over the rest of the file (the fields before a batch's CRC-covered part,
             # offset and leader epoch, are only as safe as in Kafka: garbage there alone is not seen).
-            data[at:] = (garbage * (1 + (len(data) - at) // len(garbage)))[: len(data) - at]
+            buf[at:] = (garbage * (1 + (len(buf) - at) // len(garbage)))[: len(buf) - at]
         elif tail == "lost_page":
             # The page's fsynced part keeps what was synced: only the unsynced bytes of it are lost.
-            page = max(at - at % PAGE, lo)
-            end = at - at % PAGE + PAGE
-            data[page:end] = bytes(len(data[page:end]))
-            first_bad = page
-        old = path.read_bytes()
-        path.write_bytes(bytes(data))
-        changed = next((i for i, (x, y) in enumerate(zip(data, old, strict=False)) if x != y), None)
-        if changed is None and len(data) == len(old):
-            first_bad = None  # zeros over zeros: nothing lost
-        elif changed is not None:
-            first_bad = min(first_bad, changed) if tail != "zero_extend" else changed
-        if first_bad is not None:
-            pos = 0
-            while pos < len(old):  # the first batch that is not whole and intact before first_bad
-                length = int.from_bytes(old[pos + 8 : pos + 12], "big")
-                if pos + length + 12 > first_bad:
-                    first_damaged = int.from_bytes(old[pos : pos + 8], "big")
-                    break
-                pos += length + 12
-            else:
-                first_damaged = next((b for b in bases if b > target), None)  # only bytes past its end
+            page_end = at - at % PAGE + PAGE
+            buf[max(at - at % PAGE, lo) : page_end] = bytes(len(buf[max(at - at % PAGE, lo) : page_end]))
+        path.write_bytes(bytes(buf))
+        first_damaged = _first_lost(old, bytes(buf), next((b for b in bases if b > target), None))
     # Indexes of every damaged segment: preallocated zeros, garbage, empty or gone.
     for b in damaged:
         for suffix in (".index", ".timeindex"):

@@ -17,10 +17,12 @@ from tests.unit.storage.test_partition_log_helpers import make_batch, open_log, 
 CONFIG = {"segment.bytes": "1200", "index.interval.bytes": "200"}
 
 
-def crashed(tmp_path: Path, batches: int = 30, epochs: tuple[int, ...] = (1,), **extra: str) -> PartitionLog:
+def crashed(
+    tmp_path: Path, batches: int = 30, epochs: tuple[int, ...] = (1,), extra: dict[str, str] | None = None
+) -> PartitionLog:
     """`batches` batches of 3 records (the epochs split them evenly), then a power loss: no close."""
     clock = ManualClock()
-    log = open_log(tmp_path, clock, **CONFIG, **extra)
+    log = open_log(tmp_path, clock, **CONFIG, **(extra or {}))
     for i in range(batches):
         epoch = epochs[i * len(epochs) // batches]
         batch = make_batch(3, ts=clock.time_ms(), tag=i, value_size=40)
@@ -122,7 +124,7 @@ def test_a_vanished_middle_segment_ends_the_log_there(tmp_path: Path) -> None:
 
 def test_a_compacted_log_keeps_segments_after_a_gap(tmp_path: Path) -> None:
     """The cleaner leaves gaps between segments of a compacted log: they are not a lost tail."""
-    log = crashed(tmp_path, **{"cleanup.policy": "compact"})
+    log = crashed(tmp_path, extra={"cleanup.policy": "compact"})
     paths = seg_paths(log)
     gone = paths[2]
     for suffix in (".log", ".index", ".timeindex"):

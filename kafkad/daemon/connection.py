@@ -345,7 +345,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._wakeup = None
                     continue
                 slot = self._slots[0]
-                chunks = await slot if isinstance(slot, asyncio.Task) else slot
+                if isinstance(slot, asyncio.Task):
+                    chunks = await slot
+                    # Cancelling this writer while it awaits a handler's Task only cancels that Task, and a
+                    # handler may still return normally (Python 3.11's wait_for returns the result when the
+                    # cancellation lands after its inner future finished: acks=-1 produce, group commits).
+                    # connection_lost has dropped every slot by then: nothing is left to answer.
+                    if self._closing:
+                        return
+                else:
+                    chunks = slot
                 self._slots.popleft()
                 out: list[bytes | bytearray | memoryview] = []
                 while True:

@@ -2,7 +2,9 @@
 
 The server decodes each request frame and answers UpdateMetadata with error_code = the request's
 controller_epoch, so every test can check that each caller got its own answer. Behaviours are switched per
-test: answer in reverse order, hold answers back, close the connection after reading a request.
+test: answer in reverse order, hold answers back, close the connection after reading a request. Waits poll
+conditions; the timeouts under test are set after the requests that must be pending when they fire are in
+flight, so no sleep races a timeout.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ FETCH = 1
 
 class WireServer:
     def __init__(self) -> None:
-        self.mode = "answer"  # answer | reverse | hold | close | garbage
+        self.mode = "answer"  # answer | reverse | hold | park-metadata | close | garbage
         self.batch = 1
         self.connections = 0
         self.seen: list[int] = []
@@ -66,6 +68,7 @@ class WireServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         held: list[bytes] = []
+        parked: list[bytes] = []  # park-metadata: UpdateMetadata answers, written after a later answer
         try:
             while True:
                 size = struct.unpack(">i", await reader.readexactly(4))[0]
@@ -81,12 +84,19 @@ class WireServer:
                 answer = self._answer(frame)
                 if self.mode == "hold":
                     continue
+                if self.mode == "park-metadata" and decode_request(frame).header.api_key == UPDATE_METADATA:
+                    parked.append(answer)
+                    continue
                 held.append(answer)
                 if self.mode == "reverse" and len(held) < self.batch:
                     continue
                 for a in reversed(held) if self.mode == "reverse" else held:
                     writer.write(a)
                 held.clear()
+                if self.mode == "answer":
+                    for a in parked:
+                        writer.write(a)
+                    parked.clear()
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             writer.close()
@@ -179,15 +189,19 @@ def test_peer_closing_fails_pending_requests_and_the_next_request_reconnects() -
 
 def test_timeout_raises_closes_the_connection_and_fails_the_other_pending() -> None:
     async def t(server: WireServer) -> None:
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=60_000)
+        assert (await ch.request(UPDATE_METADATA, 7, um(0)))["error_code"] == 0  # connected
         server.mode = "hold"
-        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=200)
-        first = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(1)))
-        await asyncio.sleep(0.1)
-        second = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(2)))
+        # The other request is in flight (its own timeout far away) before the one that times out is sent,
+        # so it is pending on that connection whenever the timeout fires: no race with a sleep.
+        other = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(2)))
+        while len(server.seen) < 2:
+            await asyncio.sleep(0.01)
+        ch.request_timeout_ms = 200
         with pytest.raises(TimeoutError):
-            await first
+            await ch.request(UPDATE_METADATA, 7, um(1))
         with pytest.raises(ConnectionError):
-            await second  # its connection was dropped with the first's timeout
+            await other  # its connection was dropped with the first's timeout
         server.mode = "answer"
         assert (await ch.request(UPDATE_METADATA, 7, um(5)))["error_code"] == 5
         assert server.connections == 2
@@ -246,13 +260,11 @@ def test_garbage_answer_fails_its_request_at_once_and_the_next_one_reconnects() 
 
     async def t(server: WireServer) -> None:
         server.mode = "garbage"
-        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=5_000)
+        # A timeout far past run()'s 30 s bound: a request left waiting for it fails the test there.
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=600_000)
         body = {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
-        loop = asyncio.get_running_loop()
-        t0 = loop.time()
         with pytest.raises(ConnectionError):
             await ch.request(FETCH, 11, body)
-        assert loop.time() - t0 < 4
         assert not ch.connected
         server.mode = "answer"
         assert (await ch.request(UPDATE_METADATA, 7, um(6)))["error_code"] == 6
@@ -287,13 +299,11 @@ def test_send_raw_answers_with_the_frame_and_times_out_through_the_watchdog() ->
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         held = ch.send_raw(fetch_frame())
-        assert held is not None
-        await asyncio.sleep(0.1)
-        other = ch.send_raw(fetch_frame())
-        assert other is not None
+        other = ch.send_raw(fetch_frame())  # pending beside it whenever the watchdog fires (no sleep between)
+        assert held is not None and other is not None
         with pytest.raises(TimeoutError):
-            await held
-        assert 0.25 < loop.time() - t0 < 5
+            await held  # a watchdog that never fires fails the test at run()'s 30 s bound
+        assert loop.time() - t0 > 0.25  # not before its deadline
         with pytest.raises(ConnectionError):
             await other
         assert not ch.connected
@@ -307,21 +317,24 @@ def test_watchdog_leaves_requests_with_their_own_timeout_alone() -> None:
     it nor re-arms for it, and it is answered."""
 
     async def t(server: WireServer) -> None:
-        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=200)
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test", request_timeout_ms=60_000)
         await ch.request_raw(fetch_frame())
-        loop = asyncio.get_running_loop()
+        server.mode = "park-metadata"  # UpdateMetadata answers wait for the next request after "answer"
+        slow = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(3)))  # its own timeout: 60 s
+        while len(server.seen) < 2:
+            await asyncio.sleep(0.01)
+        ch.request_timeout_ms = 200
         fut = ch.send_raw(fetch_frame())  # arms the watchdog for 200 ms from now
-        armed = loop.time()
         assert fut is not None
         await fut
-        await asyncio.sleep(0.1)
-        server.mode, server.batch = "reverse", 2  # hold the next answer until a second request comes
-        slow = asyncio.ensure_future(ch.request(UPDATE_METADATA, 7, um(3)))
-        await asyncio.sleep(armed + 0.25 - loop.time())  # the watchdog fired, `slow` alone pending
-        assert not slow.done()
-        assert ch._watchdog is None  # not re-armed for a request that has its own timeout
-        with pytest.raises(TimeoutError):
-            await slow  # its own 200 ms timeout
+        while ch._watchdog is not None:  # fires once; only `slow` (no deadline of its own) is pending
+            await asyncio.sleep(0.01)
+        assert not slow.done(), "the watchdog failed a request that has its own timeout"
+        assert ch.connected
+        server.mode = "answer"
+        ch.request_timeout_ms = 60_000
+        assert (await ch.request(UPDATE_METADATA, 7, um(4)))["error_code"] == 4
+        assert (await slow)["error_code"] == 3
         ch.close()
 
     run(t)

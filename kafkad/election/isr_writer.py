@@ -78,11 +78,13 @@ class IsrWriter:
                     sequence=True,
                 )
                 delay = self.notify_delay_s
-            except Exception:
+            except (
+                Exception
+            ) as e:  # ZooKeeper connection loss / session expiry: an ordinary fault, no traceback
                 log.warning(
-                    "could not record an ISR change notification for %d partitions; retrying",
+                    "could not record an ISR change notification for %d partitions; retrying: %r",
                     len(batch),
-                    exc_info=True,
+                    e,
                 )
                 self._pending.update(batch)
                 delay = max(self.notify_delay_s, _RETRY_S)

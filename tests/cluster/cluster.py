@@ -11,7 +11,9 @@ is the partition epoch). The harness reads ZooKeeper only; it never depends on t
 replication's code for its own correctness.
 
 Faults: kill9(id), sigterm(id) (Kafka's clean shutdown; returns the exit code), sigstop(id) / sigcont(id),
-restart(id). Waiting: wait_until(cond, timeout, what) returns the first truthy value of cond() or fails with
+restart(id). Logs: leaving the `with` block (or the kafkad_cluster fixture's teardown) runs check_logs(): an
+ERROR line or a traceback in any broker's log fails the test unless `expect_errors` (regexes, the cluster's and
+each BrokerProcess's) names it (tests/integration/log_gate.py). Waiting: wait_until(cond, timeout, what) returns the first truthy value of cond() or fails with
 `what` and every broker's log tail; wait_controller / wait_leader / wait_isr build on it.
 """
 
@@ -31,6 +33,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.retry import KazooRetry
 
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.log_gate import check_logs
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -183,12 +186,15 @@ class KafkadCluster:
         ports: Mapping[int, int] | None = None,
         command_prefix: Mapping[int, Sequence[str]] | None = None,
         startup_timeout_s: float = 90.0,
+        expect_errors: Sequence[str] = (),
     ) -> None:
         assert chroot.startswith("/") and chroot != "/", "chroot must be a path like /kafkad-test"
         self.dir = Path(base_dir)
         self.zk_connect = zk_connect
         self.chroot = chroot
         self.brokers: dict[int, BrokerProcess] = {}
+        # ERROR entries the test causes on purpose, in any broker's log (regexes; say why at the test)
+        self.expect_errors: list[str] = list(expect_errors)
         common = {
             "zookeeper.connect": self.zookeeper_connect,
             "zookeeper.session.timeout.ms": "6000",
@@ -266,6 +272,15 @@ class KafkadCluster:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+        if exc_type is None:  # never hide the test's own failure behind this one
+            self.check_logs()
+
+    def check_logs(self) -> None:
+        """AssertionError for an ERROR line or traceback in any broker's whole log not named as expected."""
+        check_logs(
+            [(f"broker {bid}", b.log_path) for bid, b in self.brokers.items()],
+            [*self.expect_errors, *(p for b in self.brokers.values() for p in b.expect_errors)],
+        )
 
     def kill_all(self) -> None:
         for b in self.brokers.values():

@@ -46,7 +46,8 @@ def zk_any(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture()
 def kafkad_cluster(tmp_path: Path) -> Iterator[Callable[..., KafkadCluster]]:
-    """make(zk_connect, size=3, **kwargs) -> a started KafkadCluster (own chroot); all stopped at teardown."""
+    """make(zk_connect, size=3, **kwargs) -> a started KafkadCluster (own chroot); all stopped at teardown,
+    then their logs checked (an unexpected ERROR or traceback fails the test: KafkadCluster.check_logs)."""
     made: list[KafkadCluster] = []
 
     def make(zk_connect: str, size: int = 3, **kwargs: Any) -> KafkadCluster:
@@ -59,3 +60,5 @@ def kafkad_cluster(tmp_path: Path) -> Iterator[Callable[..., KafkadCluster]]:
     yield make
     for c in made:
         c.stop()
+    for c in made:
+        c.check_logs()

@@ -46,6 +46,8 @@ def pair(
 ) -> tuple[BrokerProcess, BrokerProcess]:
     c = kafkad_cluster(zk_server.connect_string, 2, overrides=OVERRIDES)
     c.wait_registered([1, 2], timeout_s=30)
+    # the tests' own I/O error (chattr +i on a partition dir): the follower logs it at ERROR, as Kafka does
+    c.expect_errors += [r"appending replicated batches failed", r"is offline \(KAFKA_STORAGE_ERROR\)"]
     return c.broker(1), c.broker(2)
 
 

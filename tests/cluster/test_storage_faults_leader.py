@@ -60,6 +60,7 @@ def test_a_leader_io_error_moves_its_leadership_and_shows_the_offline_replica(
     from confluent_kafka import Producer
 
     c = kafkad_cluster(zk_server.connect_string, 3, overrides={"log.segment.bytes": "16384"})
+    c.expect_errors.append(r"is offline \(KAFKA_STORAGE_ERROR\)")  # the test's own I/O error on the leader
     c.wait_registered([1, 2, 3], timeout_s=30)
     controller = c.wait_controller(timeout_s=30)
     assert create_topic(c.broker(controller).bootstrap, TOPIC, 6, 3)["error_code"] == 0

@@ -12,6 +12,9 @@ reports the address in use. Restarts never move (clients hold the bootstrap).
 Cluster tests (tests/cluster, tests/chaos) also use `host` (a listener address other than 127.0.0.1, e.g.
 inside a network namespace), `command_prefix` (e.g. `ip netns exec <ns>`, which execs in place so the pid
 is kafkad's) and `sigstop()` / `sigcont()`.
+
+Leaving the `with` block (no exception in flight) checks the whole log (tests/integration/log_gate.py): an
+ERROR line or a traceback fails the test unless one of `expect_errors` (regexes) names it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+
+from tests.integration.log_gate import check_logs
 
 
 def free_port() -> int:
@@ -56,6 +61,7 @@ class BrokerProcess:
         startup_timeout_s: float = 90.0,
         host: str = "127.0.0.1",
         command_prefix: Sequence[str] = (),
+        expect_errors: Sequence[str] = (),
     ) -> None:
         self.dir = Path(base_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -70,6 +76,8 @@ class BrokerProcess:
         self.startup_timeout_s = startup_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
+        # ERROR entries this broker's test causes on purpose (regexes, each with its reason at the test)
+        self.expect_errors: list[str] = list(expect_errors)
 
     # --- lifecycle -------------------------------------------------------------------------------
     @property
@@ -203,6 +211,11 @@ class BrokerProcess:
     def log_text(self, since_start: bool = True) -> str:
         return read_log(self.log_path, self._log_offset if since_start else 0)
 
+    def check_log(self, expect_errors: Sequence[str] = ()) -> None:
+        """AssertionError for an ERROR line or traceback in the whole log (every start) not named by
+        `expect_errors` or self.expect_errors."""
+        check_logs([(self.bootstrap, self.log_path)], [*self.expect_errors, *expect_errors])
+
     def __enter__(self) -> BrokerProcess:
         if not self.running:
             self.start()
@@ -216,3 +229,5 @@ class BrokerProcess:
                 self.stop()
             except AssertionError:
                 self.kill9()
+        if exc_type is None:  # never hide the test's own failure behind this one
+            self.check_log()

@@ -75,6 +75,8 @@ def offline_broker(tmp_path: Path) -> Iterator[tuple[BrokerProcess, int, list[Pa
     broker = BrokerProcess(
         tmp_path / "kafkad", {"num.partitions": "3", "metrics.listeners": f"http://127.0.0.1:{metrics_port}"}
     )
+    # the tests' own I/O error (chattr +i): the partition goes offline with one ERROR line, as in Kafka
+    broker.expect_errors.append(r"is offline \(KAFKA_STORAGE_ERROR\)")
     try:
         with broker:
             yield broker, metrics_port, immutable

@@ -28,6 +28,7 @@ from tests.bench import (
     scenario_misc,
     scenario_produce,
     scenario_replication,
+    scenario_reset,
 )
 from tests.bench.context import SETTINGS, Context, Mode
 from tests.bench.servers import start_broker, start_sink
@@ -46,6 +47,7 @@ SCENARIOS: dict[str, Callable[[Context], None]] = {
     "fetch": scenario_fetch.fetch,
     "failover": scenario_failover.failover,  # ZooKeeper + 3 kafkad in cluster mode (issue 10)
     "replication": scenario_replication.replication,  # same, RF 3 (issue 11)
+    "reset": scenario_reset.offset_reset,  # out-of-range consumers of each Python stack (issue 15)
     "recovery": scenario_misc.recovery,
 }
 

@@ -2,9 +2,11 @@
 
 3 brokers, a topic of 6 partitions with RF 3 and min.insync.replicas=2, an acks=all producer writing to every
 partition. A broker that leads some partitions and follows the others gets SIGTERM; once it has exited (and
-while it stays down) every partition must take an acks=all write within 2 s, and no partition state in
-ZooKeeper may still list it in the ISR. replica.lag.time.max.ms is 30 s, so a leader's own ISR shrink cannot
-rescue a partition within the bound: the controlled shutdown (and the controller) must take the broker out.
+while it stays down) no partition state in ZooKeeper may still list it in the ISR, and every partition must
+take an acks=all write. replica.lag.time.max.ms is 10 minutes, far past the probe's give-up time, so a leader's
+own ISR shrink cannot rescue a partition: the controlled shutdown (and the controller) must take the broker
+out. How fast is a figure, not a bound here (a loaded machine stretches it): `make bench`'s failover
+scenario times every partition writable after a SIGTERM; this test prints its own per round.
 Six rounds, each broker twice: the second SIGTERM follows the broker's return to every ISR by a few ms, so
 the controller's context may not have the ISR expansion yet (its notification is batched): deciding the
 ISR removal on that stale context left the broker in the ISR in ZooKeeper.
@@ -28,10 +30,10 @@ pytestmark = [pytest.mark.system, pytest.mark.timeout(240)]
 
 TOPIC = "cs-isr"
 PARTITIONS = 6
-BOUND_S = 2.0
+PROBE_GIVE_UP_S = 60.0  # far below replica.lag.time.max.ms: a write inside it owes nothing to an ISR shrink
 OVERRIDES = {
     "min.insync.replicas": "2",
-    "replica.lag.time.max.ms": "30000",
+    "replica.lag.time.max.ms": "600000",
     "replica.fetch.wait.max.ms": "100",
     "replica.fetch.backoff.ms": "200",
     "unclean.leader.election.enable": "false",
@@ -63,7 +65,7 @@ def _full_isr(c: KafkadCluster) -> None:
 def _probe(c: KafkadCluster, t0: float) -> dict[int, float]:
     """One acks=all record per partition from a new producer (bootstrapped on the running brokers, so what
     is measured is the cluster, not a client's reaction to a lost connection); seconds from t0 to each
-    delivery (missing: not delivered within 10 s)."""
+    delivery (missing: not delivered within PROBE_GIVE_UP_S)."""
     running = ",".join(c.broker(b).bootstrap for b in c.running_ids())
     producer = Producer({"bootstrap.servers": running, **CLIENT})
     took: dict[int, float] = {}
@@ -74,7 +76,7 @@ def _probe(c: KafkadCluster, t0: float) -> dict[int, float]:
 
     for p in range(PARTITIONS):
         producer.produce(TOPIC, value=b"probe", partition=p, on_delivery=delivered)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + PROBE_GIVE_UP_S
     while len(took) < PARTITIONS and time.monotonic() < deadline:
         producer.poll(0.01)
     producer.purge()
@@ -127,8 +129,8 @@ def test_sigterm_takes_the_broker_out_of_every_isr(
             took = _probe(c, t0)
             stuck = {p: s.isr for p, s in _states(c).items() if s is None or victim in s.isr}
             assert not c.broker(victim).running
-            assert len(took) == PARTITIONS and max(took.values()) <= BOUND_S, (victim, took, stuck)
             assert not stuck, (victim, stuck)
+            assert len(took) == PARTITIONS, (victim, took, stuck)
             rounds.append(f"broker {victim} (led {led}): all writable after {max(took.values()):.3f} s")
             c.broker(victim).start()
             c.wait_registered([victim], timeout_s=60)

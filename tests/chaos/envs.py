@@ -7,6 +7,8 @@
   The topic is RF 3 with min.insync.replicas=2; `healthy()` = every broker up, a controller, and every
   partition led with its full ISR (the next fault starts from a whole cluster).
 `nemeses(names)` builds the named nemeses for the environment (NEMESES lists every name).
+Leaving an environment without an exception checks every broker's log (tests/integration/log_gate.py): an
+ERROR line or a traceback fails the run unless `expect_errors` names it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.chaos import wan
 from tests.chaos.nemesis import (
     Brokers,
     DamagedSegment,
@@ -51,7 +54,11 @@ PROCESS = [f"{a}-{p}" for a in ProcessFault.ACTIONS for p in ("leader", "followe
 ZOOKEEPER = ["zk-member-loss", "zk-leader-loss"]
 DISK = ["disk-full-leader", "disk-full-follower", "damaged-segment-leader", "damaged-segment-follower"]
 NETWORK = [f"partition-{k}-{p}" for k in NetPartition.KINDS for p in ("leader", "controller")]
-NEMESES = PROCESS + ZOOKEEPER + DISK + NETWORK
+WAN = list(wan.NAMES)  # lossy links (tests/chaos/wan.py)
+NEMESES = PROCESS + ZOOKEEPER + DISK + NETWORK + WAN
+# ERROR lines a nemesis causes on purpose, allowed in every broker's log of a run that includes it (name prefix
+# -> regexes): a full disk is a storage error, which Kafka logs at ERROR too.
+EXPECTED_ERRORS = {"disk-full-": [r"No space left on device"]}
 
 
 @dataclass
@@ -71,7 +78,7 @@ class ChaosEnv:
         if isinstance(self.zookeeper, ZooKeeperEnsemble):
             names += ZOOKEEPER
         if self.net is not None:
-            names += NETWORK
+            names += NETWORK + WAN
         return names
 
     def nemeses(self, names: Sequence[str] | None = None) -> list[Nemesis]:
@@ -79,10 +86,20 @@ class ChaosEnv:
         missing = set(want) - set(self.available())
         if missing:
             raise AssertionError(f"nemeses {sorted(missing)} need what this environment lacks")
+        for prefix, patterns in EXPECTED_ERRORS.items():
+            if any(n.startswith(prefix) for n in want):
+                for i in self.brokers.ids:
+                    self.brokers.broker(i).expect_errors += patterns
         return [self._make(n) for n in want]
 
     def _make(self, name: str) -> Nemesis:
         t, p, b = self.topic, self.partitions, self.brokers
+        if name in WAN:
+            assert self.net is not None and self.cluster is not None
+            return wan.make(
+                name, self.net, b, t, p, isr_sizes=self._isr_sizes, full_isr=len(self.cluster.ids),
+                min_hold_s=int(CLUSTER_OVERRIDES["replica.lag.time.max.ms"]) / 1000 + 1,
+            )  # fmt: skip
         pick = name.rsplit("-", 1)[1]
         if name in ZOOKEEPER:
             assert isinstance(self.zookeeper, ZooKeeperEnsemble)
@@ -102,6 +119,11 @@ class ChaosEnv:
         if action == "sigstop" and self.cluster is not None:
             nem.min_hold_s = SESSION_TIMEOUT_MS / 1000 + 2  # past the ZooKeeper session timeout
         return nem
+
+    def _isr_sizes(self) -> dict[int, int] | None:
+        assert self.cluster is not None
+        states = [self.cluster.partition_state(self.topic, q) for q in range(self.partitions)]
+        return None if None in states else {q: len(s.isr) for q, s in enumerate(states) if s is not None}
 
     def healthy(self) -> bool:
         try:
@@ -178,3 +200,4 @@ def cluster_env(
         env = ChaosEnv(c, c.bootstrap, TOPIC, partitions, cluster=c, zookeeper=zk, net=net)
         wait_until(env.healthy, 60, "a healthy cluster (leaders, full ISR)", detail=c.describe)
         yield env
+    c.check_logs()  # after the clean stop, and only when the run itself raised nothing

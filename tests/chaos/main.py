@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.chaos import wan
 from tests.chaos.envs import ChaosEnv, cluster_env, standalone_env
 from tests.chaos.history import History
 from tests.chaos.runner import run_chaos
@@ -45,14 +46,26 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     tmp = tempfile.mkdtemp(prefix="kafkad-chaos-")
-    with _env(args, Path(tmp)) as env:
-        nemeses = env.nemeses(args.nemeses.split(",") if args.nemeses else None)
-        cycles = args.cycles or (100 if args.mode == "long" else len(nemeses))
-        w = Workload(History(), env.bootstrap, env.topic, env.partitions, writers=2, rate=args.rate)
-        res = run_chaos(
-            w, nemeses, cycles=cycles, seed=seed, out_dir=args.out, hold=(1.0, 4.0), quiet=(0.5, 2.0),
-            healthy=env.healthy, describe=env.describe, recover_timeout_s=90.0,
-        )  # fmt: skip
+    res = None
+    try:
+        with _env(args, Path(tmp)) as env:
+            nemeses = env.nemeses(args.nemeses.split(",") if args.nemeses else None)
+            cycles = args.cycles or (100 if args.mode == "long" else len(nemeses))
+            w = Workload(History(), env.bootstrap, env.topic, env.partitions, writers=2, rate=args.rate)
+            res = run_chaos(
+                w, nemeses, cycles=cycles, seed=seed, out_dir=args.out, hold=(1.0, 4.0), quiet=(0.5, 2.0),
+                healthy=env.healthy, describe=env.describe, recover_timeout_s=90.0,
+            )  # fmt: skip
+    except AssertionError as e:  # the brokers' log gate, checked as the environment closes
+        if res is None:
+            raise
+        res.errors.append(f"broker logs: {e}"[-6000:])
+    ops, faults = res.history.snapshot()
+    lossy = wan.report(nemeses, ops, faults, res.report.windows)
+    if lossy:  # figures of the lossy-link nemeses (tests/chaos/wan.py)
+        (args.out / "chaos-wan.json").write_text(json.dumps(lossy, indent=1))
+        for name, fig in sorted(lossy.items()):
+            print(f"{name:20s} {json.dumps({k: v for k, v in fig.items() if k != 'per_cycle'})}")
     summary = {"seed": seed, "valid": res.valid, **res.report.summary()}
     print(json.dumps(summary, indent=1))
     for name, fig in sorted(res.per_nemesis.items()):

@@ -40,7 +40,8 @@ NAMES = [f"wan-loss{p}-{s}" for s in SCOPES for p in PERCENTS]
 TABLE = "chaos_wan"
 SAMPLE_S = 0.1
 CATCH_UP_GIVE_UP_S = 120.0
-WARM_UP_S = 5.0  # the history's first seconds (clients connecting) are no baseline
+WARM_UP_S = 1.0  # after the first acknowledgement: the clients' first second (connecting) is no baseline
+SETTLE_S = 3.0  # after a fault's heal: catch-up time (acks=all waits for it), no baseline either
 
 
 class LossyNet(Protocol):
@@ -235,12 +236,13 @@ def report(
     nemeses: Sequence[object], ops: Sequence[Op], faults: Sequence[Fault], windows: Sequence[Any]
 ) -> dict[str, Any]:
     """Per WAN nemesis of the run: its cycles' ISR figures, the acks=all latency while its link was lossy
-    against the no-fault baseline (sends started after WARM_UP_S, outside every fault and its 10 s after),
-    unavailability."""
+    against the no-fault baseline (sends started WARM_UP_S after the first acknowledgement, outside every
+    fault and its SETTLE_S after: mostly the warm-up before the first fault), unavailability."""
     out: dict[str, Any] = {}
     quiet: list[tuple[float, float]] = []
-    edges = sorted((f.start, f.end + 10.0) for f in faults)
-    t = WARM_UP_S
+    edges = sorted((f.start, f.end + SETTLE_S) for f in faults)
+    acked = [o.end for o in ops if o.kind == "send" and o.outcome is Outcome.OK]
+    t = min(acked, default=0.0) + WARM_UP_S
     for a, b in edges:
         if a > t:
             quiet.append((t, a))

@@ -74,6 +74,7 @@ class ClusterMode:
             zkc.connect,
             session_timeout_ms=zkc.session_timeout_ms,
             connection_timeout_ms=zkc.connection_timeout_ms,
+            security=zkc.security,
         )
         await zk.start()
         for path in Z.PERSISTENT_PATHS:

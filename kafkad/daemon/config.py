@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from kafkad.daemon.config_defs import (
 from kafkad.daemon.config_keys.security import SECURITY_PREFIXES
 from kafkad.daemon.config_table import KEYS, KEYS_BY_NAME
 from kafkad.daemon.properties import PropertiesSyntaxError, parse_properties
+from kafkad.election.zk_security import NO_SECURITY, ZkSecurity, build_zk_security
 from kafkad.security.settings import SecurityConfig, SecurityConfigError, build_security, pattern_key_base
 from kafkad.spark_bridge.manifest import valid_site
 
@@ -117,6 +119,7 @@ class ZooKeeperConfig:
     replica_lag_time_max_ms: int
     replica_fetch_max_bytes: int
     replica_fetch_wait_max_ms: int
+    security: ZkSecurity = NO_SECURITY  # SASL / TLS to ZooKeeper, zookeeper.set.acl
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +363,12 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
         )
     except SecurityConfigError as e:
         raise _err(s, e.key, e.message) if e.key in s else ConfigError(e.message, key=e.key) from None
+    zk_security = NO_SECURITY
+    if zk is not None:
+        try:
+            zk_security = build_zk_security({name: st.value for name, st in s.items()}, os.environ)
+        except SecurityConfigError as e:
+            raise _err(s, e.key, e.message) if e.key in s else ConfigError(e.message, key=e.key) from None
     if i("group.min.session.timeout.ms") > i("group.max.session.timeout.ms"):
         raise _err(s, "group.min.session.timeout.ms", "must not exceed group.max.session.timeout.ms")
     if b("bridge.enabled") and opt_s("bridge.landing.dir") is None:
@@ -420,6 +429,7 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
             replica_lag_time_max_ms=i("replica.lag.time.max.ms"),
             replica_fetch_max_bytes=i("replica.fetch.max.bytes"),
             replica_fetch_wait_max_ms=i("replica.fetch.wait.max.ms"),
+            security=zk_security,
         ),
         group=GroupConfig(
             offsets_topic_num_partitions=i("offsets.topic.num.partitions"),

@@ -16,6 +16,7 @@ from kafkad.daemon.config_keys.security import SECURITY_KEYS
 from kafkad.daemon.config_keys.server import METRICS_KEYS, SERVER_KEYS, SOCKET_KEYS
 from kafkad.daemon.config_keys.storage import LOG_KEYS
 from kafkad.daemon.config_keys.zookeeper import ZOOKEEPER_KEYS
+from kafkad.daemon.config_keys.zookeeper_security import ZOOKEEPER_SECURITY_KEYS
 
 __all__ = ["DERIVED_TOPIC_KEYS", "KEYS", "KEYS_BY_NAME"]
 
@@ -25,6 +26,7 @@ KEYS: tuple[ConfigKey, ...] = (
     *SECURITY_KEYS,
     *LOG_KEYS,
     *ZOOKEEPER_KEYS,
+    *ZOOKEEPER_SECURITY_KEYS,
     *REPLICATION_KEYS,
     *CONTROLLER_KEYS,
     *GROUP_KEYS,

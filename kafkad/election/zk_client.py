@@ -9,6 +9,11 @@ Connection states reach listeners as `ZkState`: SUSPENDED (connection lost, sess
 acting on ZooKeeper-derived authority), LOST (session expired: ephemerals are gone) and CONNECTED
 (`new_session` True when the session differs from the one before: re-register, re-elect).
 
+Security (zk_security.py): SASL DIGEST-MD5 and/or mutual TLS per ZkSecurity, and every znode created
+here (create, ensure_path, multi) gets the ACL zk_acls.default_acls gives its path. `start` fails with
+ZkConnectError naming the setting when ZooKeeper refuses the login or the TLS handshake: the broker exits
+rather than running with less security than configured.
+
 Runs on the event loop; kazoo's threads only ever touch the loop through call_soon_threadsafe.
 """
 
@@ -18,11 +23,13 @@ import asyncio
 import contextlib
 import enum
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
+    AuthFailedError,
     BadVersionError,
     ConnectionClosedError,
     ConnectionLoss,
@@ -31,9 +38,15 @@ from kazoo.exceptions import (
     NotEmptyError,
     OperationTimeoutError,
     RolledBackError,
+    SASLException,
+    SessionClosedRequireSaslError,
     SessionExpiredError,
 )
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
+from kazoo.security import ACL
+
+from kafkad.election.zk_acls import default_acls
+from kafkad.election.zk_security import NO_SECURITY, ZkSecurity, kazoo_options
 
 __all__ = [
     "ZK_CONNECTION_ERRORS",
@@ -49,6 +62,7 @@ __all__ = [
     "SetOp",
     "WatchedEvent",
     "ZkClient",
+    "ZkConnectError",
     "ZkState",
     "ZnodeStat",
     "session_event",
@@ -110,6 +124,35 @@ Watch = Callable[[WatchedEvent], None]
 StateListener = Callable[[ZkState, bool], None]
 
 
+class ZkConnectError(ConnectionError):
+    """No usable ZooKeeper session at start: none answered, the SASL login or the TLS handshake was refused.
+    The message names the setting to check (an OSError: the daemon logs it as one line and exits 1)."""
+
+
+class _KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """kazoo's logger: remembers the last connection problem, which `start` turns into its error. While
+    starting, kazoo's tracebacks (a refused SASL login kills its connection thread) become one line."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.getLogger("kazoo.client"), {})
+        self.starting = False
+        self.problem: str | None = None
+        self.problem_exc: BaseException | None = None
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        if level >= logging.WARNING:
+            exc = sys.exc_info()[1] if kwargs.get("exc_info") else None
+            exc = exc or next((a for a in args if isinstance(a, BaseException)), None)
+            text = str(msg) % args if args else str(msg)
+            self.problem = f"{text}: {exc!r}" if kwargs.get("exc_info") and exc is not None else text
+            self.problem_exc = exc
+            if self.starting:
+                kwargs.pop("exc_info", None)
+                level = logging.WARNING
+                args, msg = (), self.problem
+        super().log(level, msg, *args, **kwargs)
+
+
 def split_connect(connect: str) -> tuple[str, str]:
     """`h1:p1,h2:p2/chroot` -> ("h1:p1,h2:p2", "/chroot" or "")."""
     hosts, slash, chroot = connect.partition("/")
@@ -126,11 +169,19 @@ class ZkClient:
         session_timeout_ms: int,
         connection_timeout_ms: int,
         loop: asyncio.AbstractEventLoop | None = None,
+        security: ZkSecurity = NO_SECURITY,
     ) -> None:
         self._hosts, self._chroot = split_connect(connect)
         self._loop = loop or asyncio.get_running_loop()
         self._connection_timeout_s = connection_timeout_ms / 1000
-        self._kz = KazooClient(hosts=self._hosts, timeout=session_timeout_ms / 1000)
+        self._security = security
+        self._kz_log = _KazooLog()
+        self._kz = KazooClient(
+            hosts=self._hosts,
+            timeout=session_timeout_ms / 1000,
+            logger=self._kz_log,
+            **kazoo_options(security),
+        )
         self._listeners: list[StateListener] = []
         self._session_id: int | None = None
         self._closed = False
@@ -138,10 +189,22 @@ class ZkClient:
 
     # --- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Connect (waits in an executor), create the chroot if missing, then use it."""
-        await self._loop.run_in_executor(None, self._kz.start, self._connection_timeout_s)
+        """Connect (waits in an executor), create the chroot if missing, then use it. ZkConnectError when
+        no session could be had or ZooKeeper refused our credentials."""
+        self._kz_log.starting = True
+        try:
+            try:
+                await self._loop.run_in_executor(None, self._kz.start, self._connection_timeout_s)
+                # kazoo reports CONNECTED before its SASL exchange: the first request waits for that
+                # exchange and fails when ZooKeeper refused the login
+                await asyncio.wait_for(self._wrap(self._kz.exists_async("/")), self._connection_timeout_s)
+            except Exception as e:
+                await self._loop.run_in_executor(None, self._stop_and_close)
+                raise ZkConnectError(self._start_failure(e)) from None
+        finally:
+            self._kz_log.starting = False
         if self._chroot:
-            await self._wrap(self._kz.ensure_path_async(self._chroot))
+            await self.ensure_path(self._chroot)
             self._kz.chroot = self._chroot
         cid = self._kz.client_id
         self._session_id = cid[0] if cid else None
@@ -156,8 +219,28 @@ class ZkClient:
         await self._loop.run_in_executor(None, self._stop_and_close)
 
     def _stop_and_close(self) -> None:
-        self._kz.stop()
-        self._kz.close()
+        with contextlib.suppress(Exception):  # kazoo's start already stopped it after a time-out
+            self._kz.stop()
+            self._kz.close()
+
+    def _start_failure(self, e: Exception) -> str:
+        sec, where = self._security, f"ZooKeeper at {self._hosts}"
+        problem, exc = self._kz_log.problem, self._kz_log.problem_exc
+        refused = (AuthFailedError, SessionClosedRequireSaslError, SASLException)
+        if sec.sasl is not None and (isinstance(e, refused) or isinstance(exc, refused)):
+            return (
+                f"{where} refused the SASL (DIGEST-MD5) login of user {sec.sasl.username!r} from "
+                f"{sec.sasl.where}: check that user's password there"
+            )
+        if isinstance(e, SessionClosedRequireSaslError) or isinstance(exc, SessionClosedRequireSaslError):
+            return (
+                f"{where} requires SASL authentication: set java.security.auth.login.config (or "
+                "-Djava.security.auth.login.config=FILE in KAFKA_OPTS) to a JAAS file with a Client section"
+            )
+        if sec.tls is not None and problem is not None and "SSL" in problem:
+            return f"TLS to {where} failed ({problem}): check {sec.tls.where}"
+        detail = f" (last problem: {problem})" if problem else ""
+        return f"no session with {where} within {self._connection_timeout_s:g} s: {e!r}{detail}"
 
     @property
     def connected(self) -> bool:
@@ -253,10 +336,24 @@ class ZkClient:
         makepath: bool = False,
     ) -> str:
         """The created path (with its sequence suffix). Raises NodeExistsError, NoNodeError."""
+        try:
+            return await self._create(path, value, ephemeral, sequence)
+        except NoNodeError:
+            parent = path.rsplit("/", 1)[0]
+            if not makepath or not parent:
+                raise
+        await self.ensure_path(parent)  # each missing ancestor with its own ACL
+        return await self._create(path, value, ephemeral, sequence)
+
+    async def _create(self, path: str, value: bytes, ephemeral: bool, sequence: bool) -> str:
         created: str = await self._wrap(
-            self._kz.create_async(path, value, ephemeral=ephemeral, sequence=sequence, makepath=makepath)
+            self._kz.create_async(path, value, self._acl(path), ephemeral=ephemeral, sequence=sequence)
         )
         return created
+
+    def _acl(self, path: str) -> list[ACL]:
+        """The ACL of a new znode at `path` (relative to the chroot once it is in use)."""
+        return default_acls(self._security.set_acl, path)
 
     async def set(self, path: str, value: bytes, version: int = -1) -> ZnodeStat:
         """Raises BadVersionError, NoNodeError."""
@@ -277,15 +374,31 @@ class ZkClient:
         with contextlib.suppress(NoNodeError):
             await self.delete(path)
 
+    async def get_acls(self, path: str) -> list[ACL]:
+        """Raises NoNodeError."""
+        acls, _stat = await self._wrap(self._kz.get_acls_async(path))
+        return list(acls)
+
+    async def set_acls(self, path: str, acls: Sequence[ACL], version: int = -1) -> ZnodeStat:
+        """Raises NoNodeError, NoAuthError (no ADMIN right on the znode)."""
+        stat: ZnodeStat = await self._wrap(self._kz.set_acls_async(path, list(acls), version))
+        return stat
+
     async def ensure_path(self, path: str) -> None:
-        await self._wrap(self._kz.ensure_path_async(path))
+        """Create `path` and its missing ancestors (persistent, empty), each with its own ACL."""
+        if await self.exists(path) is not None:
+            return
+        parts = [p for p in path.split("/") if p]
+        for i in range(1, len(parts) + 1):
+            with contextlib.suppress(NodeExistsError):
+                await self._create("/" + "/".join(parts[:i]), b"", False, False)
 
     async def multi(self, ops: Sequence[Op]) -> list[Any]:
         """All-or-nothing. Raises the first failing op's exception (BadVersionError, NodeExistsError...)."""
         tx = self._kz.transaction()
         for op in ops:
             if isinstance(op, CreateOp):
-                tx.create(op.path, op.value, ephemeral=op.ephemeral, sequence=op.sequence)
+                tx.create(op.path, op.value, self._acl(op.path), ephemeral=op.ephemeral, sequence=op.sequence)
             elif isinstance(op, SetOp):
                 tx.set_data(op.path, op.value, op.version)
             elif isinstance(op, DeleteOp):

@@ -89,8 +89,9 @@ class PartitionState(NamedTuple):
 class ZkView:
     """Read-only view of a kafkad cluster's znodes (kazoo; `connect` may carry the chroot)."""
 
-    def __init__(self, connect: str, timeout_s: float = 15.0) -> None:
-        self.client = KazooClient(hosts=connect, timeout=timeout_s)
+    def __init__(self, connect: str, timeout_s: float = 15.0, **options: Any) -> None:
+        """`options`: KazooClient's (sasl_options, use_ssl/certfile/keyfile/ca) for a secured ZooKeeper."""
+        self.client = KazooClient(hosts=connect, timeout=timeout_s, **options)
         self.client.start(timeout=timeout_s)
         # reads ride out a ZooKeeper member's loss (connection loss -> the next member), bounded
         self._retry = KazooRetry(max_tries=40, delay=0.05, max_delay=1.0, ignore_expire=False)
@@ -171,6 +172,8 @@ class KafkadCluster:
 
     `hosts` / `command_prefix` (per broker id) place a broker in a network namespace (tests/chaos/netns.py);
     by default every broker listens on 127.0.0.1 with its own free port.
+    `zk_options`: how the harness's kazoo logs in to a secured ZooKeeper (KazooClient keyword arguments);
+    `create_chroot=False` leaves the chroot to the brokers (created with their ACL, not an open one).
     """
 
     def __init__(
@@ -187,9 +190,13 @@ class KafkadCluster:
         command_prefix: Mapping[int, Sequence[str]] | None = None,
         startup_timeout_s: float = 90.0,
         expect_errors: Sequence[str] = (),
+        zk_options: Mapping[str, Any] | None = None,
+        create_chroot: bool = True,
     ) -> None:
         assert chroot.startswith("/") and chroot != "/", "chroot must be a path like /kafkad-test"
         self.dir = Path(base_dir)
+        self.zk_options = dict(zk_options or {})
+        self.create_chroot = create_chroot
         self.zk_connect = zk_connect
         self.chroot = chroot
         self.brokers: dict[int, BrokerProcess] = {}
@@ -236,13 +243,14 @@ class KafkadCluster:
     def zk(self) -> ZkView:
         """A kazoo view of the cluster's chroot (opened on first use, closed by stop())."""
         if self._view is None:
-            self._view = ZkView(self.zookeeper_connect)
+            self._view = ZkView(self.zookeeper_connect, **self.zk_options)
         return self._view
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
-        with ZkView(self.zk_connect) as root:
-            root.client.ensure_path(self.chroot)
+        if self.create_chroot:
+            with ZkView(self.zk_connect, **self.zk_options) as root:
+                root.client.ensure_path(self.chroot)
         for b in self.brokers.values():
             b.start()
 

@@ -11,6 +11,13 @@ the context managers stop every node they started (kill -9 after a SIGTERM that 
 
 Faults on one node: stop() (SIGTERM), kill9(), sigstop()/sigcont(), start() again on the same ports
 and dataDir. `leader()` asks every node for its mode with `srvr`.
+
+Security (`security=ZkServerSecurity(...)`): SASL DIGEST-MD5 users from a server JAAS `Server` section
+(SASLAuthenticationProvider), optionally required of every session (enforce.auth / sessionRequireClientSASLAuth),
+and/or a `secureClientPort` (Netty, PEM key and trust stores) that requires client certificates (their
+subject becomes the session's `x509` identity). The plain clientPort stays for the four-letter words (and as
+the door an unauthenticated client walks through). Debian's zookeeper.jar lists netty-handler but not
+netty-codec/netty-resolver in its Class-Path: the secure port needs them added.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -31,6 +39,7 @@ from tests.integration.broker_process import read_log
 
 ZK_JAR = Path("/usr/share/java/zookeeper.jar")
 SLF4J_JAR = Path("/usr/share/java/slf4j-simple.jar")
+NETTY_JARS = (Path("/usr/share/java/netty-codec.jar"), Path("/usr/share/java/netty-resolver.jar"))
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 SERVING_MODES = ("standalone", "leader", "follower")
 _PR_SET_PDEATHSIG = 1
@@ -44,16 +53,55 @@ class ZooKeeperStartError(AssertionError):
     pass
 
 
+@dataclass(frozen=True)
+class ZkServerSecurity:
+    """What a test ZooKeeper asks of its clients."""
+
+    sasl_users: Mapping[str, str] = field(default_factory=dict)  # DIGEST-MD5 user -> password
+    require_sasl: bool = False  # no session without a SASL login
+    tls_keystore: Path | None = None  # PEM key + certificate: a secure port requiring client certificates
+    tls_truststore: Path | None = None  # PEM CAs that sign the client certificates
+
+    def jaas(self) -> str:
+        users = "".join(f'\n  user_{u}="{p}"' for u, p in self.sasl_users.items())
+        return f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n"
+
+    def config_lines(self, host: str, secure_port: int | None) -> list[str]:
+        lines = []
+        if self.sasl_users:
+            lines.append("authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider")
+        if self.require_sasl:
+            lines += [
+                "enforce.auth.enabled=true",
+                "enforce.auth.schemes=sasl",
+                "sessionRequireClientSASLAuth=true",
+            ]
+        if secure_port is not None:
+            assert self.tls_keystore is not None and self.tls_truststore is not None
+            lines += [
+                f"secureClientPort={secure_port}",
+                f"secureClientPortAddress={host}",
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+                f"ssl.keyStore.location={self.tls_keystore}",
+                "ssl.keyStore.type=PEM",
+                f"ssl.trustStore.location={self.tls_truststore}",
+                "ssl.trustStore.type=PEM",
+                "ssl.clientAuth=need",
+            ]
+        return lines
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
-def check_installed() -> str:
+def check_installed(tls: bool = False) -> str:
     """Path of java; raises ZooKeeperUnavailable naming what is missing and how to get it."""
     java = shutil.which("java")
-    missing = [str(p) for p in (ZK_JAR, SLF4J_JAR) if not p.exists()]
+    missing = [str(p) for p in (ZK_JAR, SLF4J_JAR, *(NETTY_JARS if tls else ())) if not p.exists()]
     if java is None:
         missing.insert(0, "java (openjdk-17-jre-headless)")
     if missing:
@@ -109,8 +157,12 @@ class ZooKeeperNode:
         peers: Sequence[tuple[int, str, int, int]] = (),
         tick_ms: int = 500,
         max_session_timeout_ms: int = 60000,
+        security: ZkServerSecurity | None = None,
     ) -> None:
-        self.java = check_installed()
+        self.security = security
+        tls = security is not None and security.tls_keystore is not None
+        self.java = check_installed(tls)
+        self.secure_port: int | None = free_port(host) if tls else None
         self.dir = Path(base_dir)
         self.data_dir = self.dir / "data"
         self.cfg_path = self.dir / "zoo.cfg"
@@ -127,6 +179,17 @@ class ZooKeeperNode:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.client_port}"
+
+    @property
+    def secure_address(self) -> str:
+        assert self.secure_port is not None, "no secure port: start with security=ZkServerSecurity(tls_...)"
+        return f"{self.host}:{self.secure_port}"
+
+    def new_ports(self) -> None:
+        """Pick free ports again (lost a race for one)."""
+        self.client_port = free_port(self.host)
+        if self.secure_port is not None:
+            self.secure_port = free_port(self.host)
 
     @property
     def pid(self) -> int:
@@ -152,6 +215,9 @@ class ZooKeeperNode:
             "maxClientCnxns=0",
             "autopurge.purgeInterval=0",
         ]
+        if self.security is not None:
+            lines += self.security.config_lines(self.host, self.secure_port)
+            (self.dir / "jaas.conf").write_text(self.security.jaas())
         if self.peers:
             lines += ["initLimit=20", "syncLimit=5", "cnxTimeout=1000"]
             lines += [f"server.{i}={h}:{p}:{e}" for i, h, p, e in self.peers]
@@ -164,8 +230,11 @@ class ZooKeeperNode:
             raise RuntimeError(f"zookeeper {self.myid} already running")
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write_config()
-        cp = f"{ZK_JAR}:{SLF4J_JAR}"
+        jars = [ZK_JAR, SLF4J_JAR, *(NETTY_JARS if self.secure_port is not None else ())]
+        cp = ":".join(str(j) for j in jars)
         cmd = [self.java, "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp]
+        if self.security is not None and self.security.sasl_users:
+            cmd.append(f"-Djava.security.auth.login.config={self.dir / 'jaas.conf'}")
         cmd += ["-Dzookeeper.admin.enableServer=false", MAIN_CLASS, str(self.cfg_path)]
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
@@ -245,12 +314,24 @@ def _address_in_use(nodes: Sequence[ZooKeeperNode]) -> bool:
 class ZooKeeperServer:
     """A standalone ZooKeeper; `with ZooKeeperServer(tmp) as zk: zk.connect_string`."""
 
-    def __init__(self, base_dir: Path, *, host: str = "127.0.0.1", tick_ms: int = 500) -> None:
-        self.node = ZooKeeperNode(Path(base_dir), host=host, tick_ms=tick_ms)
+    def __init__(
+        self,
+        base_dir: Path,
+        *,
+        host: str = "127.0.0.1",
+        tick_ms: int = 500,
+        security: ZkServerSecurity | None = None,
+    ) -> None:
+        self.node = ZooKeeperNode(Path(base_dir), host=host, tick_ms=tick_ms, security=security)
 
     @property
     def connect_string(self) -> str:
         return self.node.address
+
+    @property
+    def secure_connect_string(self) -> str:
+        """host:port of the TLS port (client certificates required)."""
+        return self.node.secure_address
 
     def start(self, timeout_s: float = 60.0) -> None:
         for _attempt in range(3):
@@ -262,7 +343,7 @@ class ZooKeeperServer:
                 self.node.kill9()
                 if not _address_in_use([self.node]):
                     raise
-                self.node.client_port = free_port(self.node.host)  # lost the port race: pick again
+                self.node.new_ports()  # lost the port race: pick again
         raise ZooKeeperStartError("no free port for ZooKeeper after 3 attempts")
 
     def stop(self) -> None:

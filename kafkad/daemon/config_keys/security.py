@@ -14,7 +14,7 @@ PASSWORD = ConfigType.PASSWORD
 
 # Unknown keys with these prefixes are errors, not warnings: a broker must not come up less secure
 # than its file asks.
-SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
+SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.", "zookeeper.ssl.")
 
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 ACL_AUTHORIZERS = ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")

@@ -20,6 +20,7 @@ Runs on the event loop; kazoo's threads only ever touch the loop through call_so
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import enum
 import logging
@@ -136,20 +137,19 @@ class _KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__(logging.getLogger("kazoo.client"), {})
         self.starting = False
-        self.problem: str | None = None
-        self.problem_exc: BaseException | None = None
+        self.problems: collections.deque[tuple[str, BaseException | None]] = collections.deque(maxlen=8)
 
     def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
         if level >= logging.WARNING:
             exc = sys.exc_info()[1] if kwargs.get("exc_info") else None
             exc = exc or next((a for a in args if isinstance(a, BaseException)), None)
             text = str(msg) % args if args else str(msg)
-            self.problem = f"{text}: {exc!r}" if kwargs.get("exc_info") and exc is not None else text
-            self.problem_exc = exc
+            problem = f"{text}: {exc!r}" if kwargs.get("exc_info") and exc is not None else text
+            self.problems.append((problem, exc))
             if self.starting:
                 kwargs.pop("exc_info", None)
                 level = logging.WARNING
-                args, msg = (), self.problem
+                args, msg = (), problem
         super().log(level, msg, *args, **kwargs)
 
 
@@ -225,20 +225,35 @@ class ZkClient:
 
     def _start_failure(self, e: Exception) -> str:
         sec, where = self._security, f"ZooKeeper at {self._hosts}"
-        problem, exc = self._kz_log.problem, self._kz_log.problem_exc
+        problems = list(self._kz_log.problems)
+        excs = [e, *(x for _, x in problems if x is not None)]
+        # the cause, not kazoo's closing words ("Failed connecting to Zookeeper within the retry policy")
+        causes = [t for t, _ in problems if "SSL" in t] or [
+            t for t, _ in problems if "Failed connecting" not in t
+        ]
+        problem = causes[-1] if causes else None
         refused = (AuthFailedError, SessionClosedRequireSaslError, SASLException)
-        if sec.sasl is not None and (isinstance(e, refused) or isinstance(exc, refused)):
+        if sec.sasl is not None and any(isinstance(x, refused) for x in excs):
             return (
                 f"{where} refused the SASL (DIGEST-MD5) login of user {sec.sasl.username!r} from "
                 f"{sec.sasl.where}: check that user's password there"
             )
-        if isinstance(e, SessionClosedRequireSaslError) or isinstance(exc, SessionClosedRequireSaslError):
+        if any(isinstance(x, SessionClosedRequireSaslError) for x in excs):
             return (
                 f"{where} requires SASL authentication: set java.security.auth.login.config (or "
                 "-Djava.security.auth.login.config=FILE in KAFKA_OPTS) to a JAAS file with a Client section"
             )
         if sec.tls is not None and problem is not None and "SSL" in problem:
-            return f"TLS to {where} failed ({problem}): check {sec.tls.where}"
+            if "CERTIFICATE_VERIFY_FAILED" in problem:
+                hint = (
+                    "ZooKeeper's certificate is not trusted: check zookeeper.ssl.truststore.location (and "
+                    "zookeeper.ssl.endpoint.identification.algorithm for the host name it must carry)"
+                )
+            elif "ALERT" in problem:  # ZooKeeper ended the handshake: our certificate
+                hint = "ZooKeeper refused this broker's certificate: check zookeeper.ssl.keystore.location"
+            else:
+                hint = f"check {sec.tls.where}"
+            return f"TLS to {where} failed ({problem}): {hint}"
         detail = f" (last problem: {problem})" if problem else ""
         return f"no session with {where} within {self._connection_timeout_s:g} s: {e!r}{detail}"
 

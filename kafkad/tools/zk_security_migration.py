@@ -105,7 +105,9 @@ def _tls_values(path: str | None) -> dict[str, object]:
         raise ToolError(f"{path}:{e.line}: {e.message}") from None
     for entry in entries:
         if entry.key not in TLS_FILE_KEYS:
-            print(f"{PROG}: {path}:{entry.line}: {entry.key} ignored (not a ZooKeeper TLS key)", file=sys.stderr)
+            print(
+                f"{PROG}: {path}:{entry.line}: {entry.key} ignored (not a ZooKeeper TLS key)", file=sys.stderr
+            )
             continue
         key = KEYS_BY_NAME[entry.key]
         try:

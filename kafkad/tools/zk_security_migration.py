@@ -87,13 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# typed like their server.properties keys: booleans and lists; the rest are strings
+_BOOL_KEYS = ("zookeeper.ssl.client.enable", "zookeeper.ssl.crl.enable", "zookeeper.ssl.ocsp.enable")
+_LIST_KEYS = ("zookeeper.ssl.enabled.protocols", "zookeeper.ssl.cipher.suites")
+_DEFAULTS: dict[str, object] = {
+    "zookeeper.ssl.protocol": "TLSv1.2",
+    "zookeeper.ssl.endpoint.identification.algorithm": "HTTPS",
+}
+
+
 def _tls_values(path: str | None) -> dict[str, object]:
-    """The typed ZooKeeper TLS keys of --zk-tls-config-file, over the table's defaults."""
-    from kafkad.daemon.config_defs import parse_value
-    from kafkad.daemon.config_table import KEYS_BY_NAME
+    """The typed ZooKeeper TLS keys of --zk-tls-config-file (Kafka's defaults for the others)."""
     from kafkad.daemon.properties import PropertiesSyntaxError, parse_properties
 
-    values: dict[str, object] = {k: KEYS_BY_NAME[k].default for k in TLS_FILE_KEYS}
+    values = dict(_DEFAULTS)
     if path is None:
         return values
     try:
@@ -104,20 +111,20 @@ def _tls_values(path: str | None) -> dict[str, object]:
     except PropertiesSyntaxError as e:
         raise ToolError(f"{path}:{e.line}: {e.message}") from None
     for entry in entries:
-        if entry.key not in TLS_FILE_KEYS:
-            print(
-                f"{PROG}: {path}:{entry.line}: {entry.key} ignored (not a ZooKeeper TLS key)", file=sys.stderr
-            )
-            continue
-        key = KEYS_BY_NAME[entry.key]
-        try:
-            value = parse_value(key.type, entry.value)
-        except ValueError as err:
-            raise ToolError(f"{path}:{entry.line}: {entry.key}: {err}") from None
-        bad = key.validate(value)
-        if bad:
-            raise ToolError(f"{path}:{entry.line}: {entry.key}: {bad} (got {entry.value!r})")
-        values[entry.key] = value
+        key, text = entry.key, entry.value.strip()
+        if key not in TLS_FILE_KEYS:
+            print(f"{PROG}: {path}:{entry.line}: {key} ignored (not a ZooKeeper TLS key)", file=sys.stderr)
+        elif key in _BOOL_KEYS:
+            if text.lower() not in ("true", "false"):
+                raise ToolError(f"{path}:{entry.line}: {key}: expected true or false, got {text!r}")
+            values[key] = text.lower() == "true"
+        elif key in _LIST_KEYS:
+            values[key] = [x.strip() for x in text.split(",") if x.strip()]
+        else:
+            values[key] = text
+    for key in ("zookeeper.ssl.keystore.type", "zookeeper.ssl.truststore.type"):
+        if values.get(key) not in (None, "", "PEM"):
+            raise ToolError(f"{path}: {key}: kafkad reads PEM only, got {values[key]!r}")
     return values
 
 

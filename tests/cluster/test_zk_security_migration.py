@@ -7,9 +7,6 @@ Without credentials the tool refuses to run."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,6 +24,7 @@ from tests.cluster.zk_security_checks import (
     create_scram_user,
     marker_zxid,
     read_all,
+    run_migration,
     sasl_options,
     write_jaas,
 )
@@ -42,17 +40,6 @@ def zk(tmp_path: Path) -> Iterator[ZooKeeperServer]:
     """SASL available, not required: clients without it still get a session (only ACLs stop them)."""
     with ZooKeeperServer(tmp_path / "zk", security=ZkServerSecurity(sasl_users=USERS)) as server:
         yield server
-
-
-def _migrate(connect: str, mode: str, kafka_opts: str | None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "KAFKA_OPTS"}
-    if kafka_opts is not None:
-        env["KAFKA_OPTS"] = kafka_opts
-    return subprocess.run(
-        [sys.executable, "-m", "kafkad.tools.zk_security_migration", "--zookeeper.acl", mode,
-         "--zookeeper.connect", connect],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
 
 
 def test_secure_a_running_cluster_while_producing(
@@ -77,13 +64,13 @@ def test_secure_a_running_cluster_while_producing(
     with ZkView(anon_connect) as anon:  # started unsecured: anyone may read the credentials
         assert anon.client.get("/config/users/alice")[0]
 
-    refused = _migrate(c.zookeeper_connect, "secure", None)
+    refused = run_migration(c.zookeeper_connect, "secure")
     assert refused.returncode != 0 and "no ZooKeeper identity" in refused.stderr, refused.stderr
 
     producer = BackgroundProducer(c.bootstrap, "orders").start()
     c.wait_until(lambda: len(producer.acked) >= 200, 60, "200 records acknowledged before the migration")
     before = marker_zxid(kz)
-    done = _migrate(c.zookeeper_connect, "secure", kafka_opts)
+    done = run_migration(c.zookeeper_connect, "secure", kafka_opts=kafka_opts)
     assert done.returncode == 0, done.stderr + done.stdout
     assert "secured" in done.stdout
     after = len(producer.acked)
@@ -103,6 +90,6 @@ def test_secure_a_running_cluster_while_producing(
     assert_clean_logs(c.brokers)
 
     again = marker_zxid(kz)
-    opened = _migrate(c.zookeeper_connect, "unsecure", kafka_opts)
+    opened = run_migration(c.zookeeper_connect, "unsecure", kafka_opts=kafka_opts)
     assert opened.returncode == 0, opened.stderr + opened.stdout
     assert assert_open(kz, created_before=again) > 30

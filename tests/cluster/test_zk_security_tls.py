@@ -20,9 +20,12 @@ from tests.cluster.cluster import KafkadCluster, ZkView
 from tests.cluster.zk_security_checks import (
     assert_clean_logs,
     assert_locked_out,
+    assert_open,
     assert_secured,
     create_scram_user,
+    marker_zxid,
     read_all,
+    run_migration,
 )
 from tests.cluster.zookeeper import ZkServerSecurity, ZooKeeperServer
 from tests.integration.broker_process import BrokerProcess, BrokerStartError
@@ -63,7 +66,7 @@ def _tls_keys(keystore: Path, truststore: Path) -> dict[str, str]:
 
 
 def test_cluster_on_mutual_tls_zookeeper_with_kafka_acls(
-    tls_zk: ZooKeeperServer, pki: Pki, kafkad_cluster: Callable[..., KafkadCluster]
+    tls_zk: ZooKeeperServer, pki: Pki, kafkad_cluster: Callable[..., KafkadCluster], tmp_path: Path
 ) -> None:
     # one identity for the brokers (as Kafka's docs ask: the ACLs name one certificate subject)
     pem, cert, key = _client_pem(pki, "kafka-broker")
@@ -94,6 +97,18 @@ def test_cluster_on_mutual_tls_zookeeper_with_kafka_acls(
     with ZkView(f"{tls_zk.connect_string}{c.chroot}") as anon:
         assert_locked_out(anon.client, "orders", "alice")
     assert_clean_logs(c.brokers)
+
+    # the migration tool over TLS (--zk-tls-config-file, the brokers' certificate): open, then secure again
+    tls_file = tmp_path / "zk-tls.properties"
+    tls_file.write_text("".join(f"{k}={v}\n" for k, v in _tls_keys(pem, pki.ca).items()))
+    for mode in ("unsecure", "secure"):
+        mark = marker_zxid(c.zk.client)
+        r = run_migration(c.zookeeper_connect, mode, "--zk-tls-config-file", str(tls_file))
+        assert r.returncode == 0, r.stderr + r.stdout
+        if mode == "unsecure":
+            assert assert_open(c.zk.client, created_before=mark) > 30
+        else:
+            assert assert_secured(c.zk.client, identity, created_before=mark) > 30
 
 
 def _lone_broker(tmp_path: Path, zk: ZooKeeperServer, name: str, keys: dict[str, str]) -> BrokerProcess:

@@ -8,6 +8,7 @@ open. Written from ZooKeeper's view (kazoo's get_acls), never from kafkad's code
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -131,6 +132,20 @@ def assert_clean_logs(brokers: Any) -> None:
     for bid, b in brokers.items():
         text = b.log_text(since_start=False)
         assert " ERROR " not in text and "Traceback" not in text, f"broker {bid}:\n{text[-3000:]}"
+
+
+def run_migration(
+    connect: str, mode: str, *extra: str, kafka_opts: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """kafkad-zookeeper-security-migration; KAFKA_OPTS only when given."""
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_OPTS"}
+    if kafka_opts is not None:
+        env["KAFKA_OPTS"] = kafka_opts
+    return subprocess.run(
+        [sys.executable, "-m", "kafkad.tools.zk_security_migration", "--zookeeper.acl", mode,
+         "--zookeeper.connect", connect, *extra],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
 
 
 def create_scram_user(bootstrap: str, user: str, password: str) -> None:

@@ -23,7 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     "protocol": set(),
     "storage": {"protocol"},
     "replication": {"protocol", "storage", *SECURITY_LEAVES},
-    "election": {"protocol", "replication"},
+    # security's leaves: ZooKeeper's own TLS and SASL settings (zk_security.py) use their error and suites
+    "election": {"protocol", "replication", *SECURITY_LEAVES},
     "security": {"protocol", "storage", "election", "kafkad.daemon.dispatcher", "kafkad.daemon.handlers"},
     "daemon": {"protocol", "storage", "replication", "election", "security", "spark_bridge"},
     # ARCHITECTURE.md: storage (format decode); ZooKeeper positions in cluster mode use the election's client
@@ -35,6 +36,10 @@ ALLOWED: dict[str, set[str]] = {
         "storage",
         "kafkad.daemon.properties",
         "kafkad.election.assignment",
+        # kafkad-zookeeper-security-migration is a ZooKeeper client, logged in as the brokers are
+        "kafkad.election.zk_client",
+        "kafkad.election.zk_acls",
+        "kafkad.election.zk_security",
         *SECURITY_LEAVES,
     },
 }

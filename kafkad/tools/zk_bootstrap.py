@@ -3,7 +3,8 @@
 Kafka's older tools talked to ZooKeeper themselves. kafkad's tools read the live brokers' registrations
 (/brokers/ids/<id>, Kafka's JSON) from ZooKeeper and then speak the Kafka protocol to them, so a command line
 written for a ZooKeeper-mode Kafka keeps working and every change still goes through the cluster's checks.
-Blocking (a CLI): kazoo's synchronous API.
+Blocking (a CLI): kazoo's synchronous API. A ZooKeeper that requires SASL is logged in to as Kafka's tools do:
+the JAAS file's Client section named by -Djava.security.auth.login.config in KAFKA_OPTS.
 """
 
 from __future__ import annotations
@@ -15,10 +16,19 @@ from kafkad.tools.client import ToolError
 
 def bootstrap_from_zookeeper(connect: str, timeout_s: float = 15.0) -> str:
     """'h1:p1,h2:p2' of the brokers registered under `connect` (which may end in a chroot)."""
+    import os
+
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoNodeError
 
-    zk = KazooClient(hosts=connect, timeout=timeout_s)
+    from kafkad.election.zk_security import build_zk_security, kazoo_options
+    from kafkad.security.settings import SecurityConfigError
+
+    try:
+        security = build_zk_security({}, os.environ)
+    except SecurityConfigError as e:
+        raise ToolError(f"{e.key}: {e.message}") from None
+    zk = KazooClient(hosts=connect, timeout=timeout_s, **kazoo_options(security))
     try:
         zk.start(timeout=timeout_s)
     except Exception as e:

@@ -6,6 +6,8 @@ set.acl without credentials stops the broker at start with an error naming the s
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -95,6 +97,12 @@ def test_cluster_on_sasl_zookeeper_with_kafka_acls(
     admin.create_topics([NewTopic("later", 1, 3)])["later"].result(60)
     c.wait_isr("later", 0, 3)
     assert_secured(kz, Id("sasl", "kafka"))
+    # the admin tools' --zookeeper logs in with the same KAFKA_OPTS, as Kafka's do
+    r = subprocess.run(
+        [sys.executable, "-m", "kafkad.tools.topics", "--zookeeper", c.zookeeper_connect, "--list"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 0 and {"orders", "later"} <= set(r.stdout.split()), r.stderr + r.stdout
     assert_clean_logs(c.brokers)
 
 

@@ -34,6 +34,7 @@ from kazoo.exceptions import (
     BadVersionError,
     ConnectionClosedError,
     ConnectionLoss,
+    KazooException,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -125,6 +126,10 @@ Watch = Callable[[WatchedEvent], None]
 StateListener = Callable[[ZkState, bool], None]
 
 
+# after kazoo gave up connecting (a refused login on a reconnect): the pause before starting it again
+GAVE_UP_RETRY_S = 5.0
+
+
 class ZkConnectError(ConnectionError):
     """No usable ZooKeeper session at start: none answered, the SASL login or the TLS handshake was refused.
     The message names the setting to check (an OSError: the daemon logs it as one line and exits 1)."""
@@ -146,9 +151,9 @@ class _KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
             text = str(msg) % args if args else str(msg)
             problem = f"{text}: {exc!r}" if kwargs.get("exc_info") and exc is not None else text
             self.problems.append((problem, exc))
-            if self.starting:
+            if self.starting or isinstance(exc, KazooException):  # kazoo's own errors say it all
                 kwargs.pop("exc_info", None)
-                level = logging.WARNING
+                level = logging.WARNING if self.starting else level
                 args, msg = (), problem
         super().log(level, msg, *args, **kwargs)
 
@@ -180,7 +185,7 @@ class ZkClient:
             hosts=self._hosts,
             timeout=session_timeout_ms / 1000,
             logger=self._kz_log,
-            **kazoo_options(security),
+            **kazoo_options(security, self._on_kazoo_gave_up),
         )
         self._listeners: list[StateListener] = []
         self._session_id: int | None = None
@@ -199,6 +204,7 @@ class ZkClient:
                 # exchange and fails when ZooKeeper refused the login
                 await asyncio.wait_for(self._wrap(self._kz.exists_async("/")), self._connection_timeout_s)
             except Exception as e:
+                self._closed = True
                 await self._loop.run_in_executor(None, self._stop_and_close)
                 raise ZkConnectError(self._start_failure(e)) from None
         finally:
@@ -222,6 +228,31 @@ class ZkClient:
         with contextlib.suppress(Exception):  # kazoo's start already stopped it after a time-out
             self._kz.stop()
             self._kz.close()
+
+    def _on_kazoo_gave_up(self) -> None:  # kazoo's connection thread, ending
+        if self._closed or self._kz_log.starting:
+            return  # we stopped it, or start() reports why
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._schedule_reconnect)
+
+    def _schedule_reconnect(self) -> None:
+        """kazoo stopped connecting for good (ZooKeeper refused our SASL login on a reconnect): try again
+        later, as Kafka's ZooKeeperClient reinitializes after an auth failure, instead of staying detached."""
+        if self._closed:
+            return
+        problem = next((t for t, _ in reversed(self._kz_log.problems) if "Failed connecting" not in t), "")
+        log.error("ZooKeeper connection given up (%s); connecting again in %g s", problem, GAVE_UP_RETRY_S)
+        self._loop.call_later(GAVE_UP_RETRY_S, self._reconnect)
+
+    def _reconnect(self) -> None:
+        if not self._closed:
+            self._loop.run_in_executor(None, self._restart_kazoo)
+
+    def _restart_kazoo(self) -> None:  # executor: joins kazoo's ended thread, starts a new one
+        try:
+            self._kz.start_async()
+        except Exception:
+            log.exception("cannot restart the ZooKeeper connection")
 
     def _start_failure(self, e: Exception) -> str:
         sec, where = self._security, f"ZooKeeper at {self._hosts}"

@@ -20,7 +20,7 @@ import re
 import shlex
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -250,9 +250,11 @@ def _tls(values: Mapping[str, ConfigValue]) -> ZkTls | None:
 
 
 # --- kazoo -----------------------------------------------------------------------------------------------
-def kazoo_options(security: ZkSecurity) -> dict[str, Any]:
+def kazoo_options(security: ZkSecurity, on_gave_up: Callable[[], None] | None = None) -> dict[str, Any]:
     """KazooClient keyword arguments for `security` (SASL options, the connection handler)."""
-    out: dict[str, Any] = {"handler": kazoo_handler(security.tls.context if security.tls else None)}
+    out: dict[str, Any] = {
+        "handler": kazoo_handler(security.tls.context if security.tls else None, on_gave_up)
+    }
     if security.sasl is not None:
         out["sasl_options"] = {
             "mechanism": "DIGEST-MD5",
@@ -264,19 +266,27 @@ def kazoo_options(security: ZkSecurity) -> dict[str, Any]:
     return out
 
 
-def kazoo_handler(tls: ssl.SSLContext | None) -> Any:
+def kazoo_handler(tls: ssl.SSLContext | None, on_gave_up: Callable[[], None] | None = None) -> Any:
     """kazoo's threading handler, with two changes:
     - sockets are TLS from `tls` when given (kazoo's own use_ssl builds its context from file names only:
       no TLS version, suite or key password control, and the system CAs always trusted);
-    - its connection thread ends quietly when kazoo gives up (a refused SASL login raises out of it after
-      kazoo has logged the error and closed the session), not with a second traceback on stderr."""
+    - its connection thread (ConnectionHandler.zk_loop) ends quietly when kazoo gives up (a refused SASL login raises out of it after
+      kazoo has logged the error and closed the session), not with a second traceback on stderr, and
+      `on_gave_up()` runs (on that thread) whenever the thread ends: kazoo never reconnects by itself then."""
     from kazoo.handlers.threading import SequentialThreadingHandler
 
     class Handler(SequentialThreadingHandler):  # type: ignore[misc]
         def spawn(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(func, "__name__", "") != "zk_loop":  # the callback workers: as kazoo has them
+                return super().spawn(func, *args, **kwargs)
+
             def guarded() -> None:
-                with contextlib.suppress(Exception):
-                    func(*args, **kwargs)
+                try:
+                    with contextlib.suppress(Exception):
+                        func(*args, **kwargs)
+                finally:
+                    if on_gave_up is not None:
+                        on_gave_up()
 
             return super().spawn(guarded)
 

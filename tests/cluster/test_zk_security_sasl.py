@@ -155,3 +155,49 @@ def test_set_acl_without_credentials_is_refused(
     code, log = _start_fails(_lone_broker(tmp_path, sasl_zk, "no-sasl"))
     assert code != 0
     assert "requires SASL authentication: set java.security.auth.login.config" in log, log
+
+
+def test_login_refused_on_reconnect_is_retried(
+    sasl_zk: ZooKeeperServer,
+    kafkad_cluster: Callable[..., KafkadCluster],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ZooKeeper comes back refusing the broker's password (kazoo then stops reconnecting for good); the
+    broker keeps trying, and once ZooKeeper accepts it again the broker is back in the cluster."""
+    jaas = write_jaas(tmp_path / "kafka_jaas.conf", "kafka", USERS["kafka"])
+    monkeypatch.setenv("KAFKA_OPTS", f"-Djava.security.auth.login.config={jaas}")
+    c = kafkad_cluster(
+        sasl_zk.connect_string,
+        1,
+        overrides={"zookeeper.set.acl": "true", "zookeeper.session.timeout.ms": "30000"},
+        zk_options=sasl_options("kafka", USERS["kafka"]),
+        create_chroot=False,
+    )
+    c.wait_registered([1])
+    c.wait_controller()
+    c.zk.close()  # the harness's own session, on the ZooKeeper about to restart
+    c._view = None
+    good = sasl_zk.node.security
+    assert good is not None
+    sasl_zk.stop()
+    sasl_zk.node.security = ZkServerSecurity(sasl_users={"kafka": "changed"}, require_sasl=True)
+    sasl_zk.start()
+    b = c.broker(1)
+    c.wait_until(
+        lambda: "ZooKeeper connection given up" in b.log_text(), 60, "the broker to see its login refused"
+    )
+    assert b.running
+    sasl_zk.stop()
+    sasl_zk.node.security = good
+    sasl_zk.start()
+
+    def reconnected() -> bool:
+        text = b.log_text()
+        return "ZooKeeper connection connected" in text[text.index("ZooKeeper connection given up") :]
+
+    c.wait_until(reconnected, 60, "the broker's next attempt to connect")
+    c.wait_until(lambda: 1 in c.zk.broker_ids(), 60, "broker 1 registered")
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic("after", 1, 1)])["after"].result(60)  # the controller writes ZooKeeper
+    c.wait_leader("after", 0)

@@ -148,7 +148,10 @@ class _KazooLog(logging.LoggerAdapter):  # type: ignore[type-arg]
         if level >= logging.WARNING:
             exc = sys.exc_info()[1] if kwargs.get("exc_info") else None
             exc = exc or next((a for a in args if isinstance(a, BaseException)), None)
-            text = str(msg) % args if args else str(msg)
+            try:
+                text = str(msg) % args if args else str(msg)
+            except (TypeError, ValueError):
+                text = f"{msg} {args}"
             problem = f"{text}: {exc!r}" if kwargs.get("exc_info") and exc is not None else text
             self.problems.append((problem, exc))
             if self.starting or isinstance(exc, KazooException):  # kazoo's own errors say it all

@@ -94,7 +94,7 @@ def start_bridge(
     only leaders ship; else the positions file in the first log dir.
     """
     assert config.landing_dir is not None  # load_config rejects bridge.enabled without it
-    landing = open_landing(config.landing_dir)
+    landing = open_landing(config.landing_dir, config.s3)
     try:
         landing.check()
     except OSError as e:  # the shipper backs off and retries; say so now rather than at the first copy

@@ -32,6 +32,7 @@ from kafkad.daemon.properties import PropertiesSyntaxError, parse_properties
 from kafkad.election.zk_security import NO_SECURITY, ZkSecurity, build_zk_security
 from kafkad.security.settings import SecurityConfig, SecurityConfigError, build_security, pattern_key_base
 from kafkad.spark_bridge.manifest import valid_site
+from kafkad.spark_bridge.s3 import S3Options, split_endpoint
 
 if TYPE_CHECKING:
     from kafkad.storage.log_config import LogConfig
@@ -159,6 +160,7 @@ class BridgeConfig:
     topics: tuple[str, ...]
     rate_limit_bytes_per_sec: int
     max_segment_age_ms: int
+    s3: S3Options = field(default_factory=S3Options)  # overrides of the AWS chain for s3://
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +378,14 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
     site = opt_s("bridge.site")
     if site is not None and not valid_site(site):
         raise _err(s, "bridge.site", "use letters, digits, '.', '_' and '-' only")
+    endpoint = opt_s("bridge.s3.endpoint.url")
+    if endpoint is not None:
+        try:
+            split_endpoint(endpoint)
+        except ValueError as e:
+            raise _err(s, "bridge.s3.endpoint.url", str(e)) from None
+    if (opt_s("bridge.s3.access.key.id") is None) != (opt_s("bridge.s3.secret.access.key") is None):
+        raise _err(s, "bridge.s3.access.key.id", "set with bridge.s3.secret.access.key, or neither")
     log_dirs = lst("log.dirs") or (str(v("log.dir")),)
 
     # Kafka's precedence: log.retention.ms > .minutes > .hours; log.roll.ms > log.roll.hours.
@@ -460,6 +470,12 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
             topics=lst("bridge.topics"),
             rate_limit_bytes_per_sec=i("bridge.rate.limit.bytes.per.sec"),
             max_segment_age_ms=i("bridge.max.segment.age.ms"),
+            s3=S3Options(
+                endpoint_url=opt_s("bridge.s3.endpoint.url"),
+                region=opt_s("bridge.s3.region"),
+                access_key_id=opt_s("bridge.s3.access.key.id"),
+                secret_access_key=opt_s("bridge.s3.secret.access.key"),
+            ),
         ),
         metrics=MetricsConfig(listeners=lst("metrics.listeners")),
         security=security,

@@ -39,7 +39,8 @@ from pyspark.sql.types import StructType
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.spark_bridge.arrow_decode import decode_segment, repeated_string
-from kafkad.spark_bridge.landing import open_landing
+from kafkad.spark_bridge.damaged import marker
+from kafkad.spark_bridge.landing import LandingStore, open_landing
 from kafkad.spark_bridge.manifest import Manifest
 from kafkad.spark_bridge.plan import SegmentPiece, StreamKey, assign, pack, plan_pieces
 
@@ -123,8 +124,20 @@ def _site_columns(piece: SegmentPiece, batch: pa.RecordBatch) -> pa.RecordBatch:
 def read_piece(
     piece: SegmentPiece, selection: Selection, verify_crc: bool = True
 ) -> Iterator[pa.RecordBatch]:
-    """Executor side: decode one piece into RecordBatches, keeping its offset ranges and the selection's."""
+    """Executor side: decode one piece into RecordBatches, keeping its offset ranges and the selection's.
+
+    A damaged object (short, CRC or batch checks failing, missing) raises a KafkaError naming its
+    full key between `damaged.marker`'s brackets; an unreachable store raises its OSError as is."""
     store = open_landing(piece.landing_uri)
+    try:
+        yield from _read_piece(store, piece, selection, verify_crc)
+    except (KafkaError, FileNotFoundError) as e:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{marker(store.key(piece.log_name))}: {e}") from e
+
+
+def _read_piece(
+    store: LandingStore, piece: SegmentPiece, selection: Selection, verify_crc: bool
+) -> Iterator[pa.RecordBatch]:
     with store.open_read(piece.log_name) as f:
         f.seek(piece.start)
         data = f.read(piece.end - piece.start)
@@ -189,9 +202,11 @@ def _csv(value: str | None) -> list[str] | None:
 class KafkadReader(DataSourceReader):  # type: ignore[misc,unused-ignore]
     def __init__(self, given: dict[str, str]) -> None:
         options = {k.lower(): v for k, v in given.items()}  # Spark option names are case-insensitive
-        self.landing_uri = options.get("path") or options.get("landing") or ""
-        if not self.landing_uri:
+        landing = options.get("path") or options.get("landing") or ""
+        if not landing:
             raise ValueError("kafkad data source: load(<landing dir>) or option('landing', ...) is required")
+        # Resolved on the driver (an S3 landing's endpoint and region), so executors reach the same store.
+        self.landing_uri = open_landing(landing).uri
         topics = _csv(options.get("topics"))
         parts = _csv(options.get("partitions"))
         sites = _csv(options.get("sites"))

@@ -1,7 +1,8 @@
 """`kafkad-spark-ingest`: the nightly job turning shipped segments of every site into Parquet, exactly once.
 
-    kafkad-spark-ingest --landing DIR --output DIR [--master local[*]|spark://HOST:PORT]
-                        [--summary-json FILE] [--legacy-site NAME]
+    kafkad-spark-ingest --landing DIR|s3://BUCKET/PREFIX --output DIR [--master local[*]|spark://HOST:PORT]
+                        [--summary-json FILE] [--legacy-site NAME] [--quarantine PREFIX]
+                        [--s3-endpoint-url URL] [--s3-region REGION]
     spark-submit kafkad/spark_bridge/ingest.py --landing DIR --output DIR
 
 Output: `<output>/site=<s>/topic=<t>/date=<yyyy-mm-dd>/part-*.parquet` (Spark's partitionBy layout:
@@ -26,7 +27,11 @@ A run, idempotent (killed at any instant then re-run: neither loss nor duplicate
 5. Commit: rewrite the ledger atomically with the run's ranges added, then delete the staging dir.
 
 The ledger is the commit point and is written strictly after the data. The output must be a
-filesystem path shared by driver and executors (rename is what makes step 4 atomic).
+filesystem path shared by driver and executors (rename is what makes step 4 atomic). The landing may
+be an S3 bucket (`s3://bucket/prefix`, see `s3.py`): the driver resolves its endpoint and region and
+hands that URI to the executors, which read the objects through pyarrow with their own credentials.
+Damaged or foreign objects stop a run before it commits anything, naming their keys; `--quarantine`
+moves them aside (see `damaged.py`).
 """
 
 from __future__ import annotations
@@ -41,13 +46,21 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from kafkad.spark_bridge.damaged import (
+    Damaged,
+    DamagedLanding,
+    check_quarantine,
+    keys_in,
+    move_aside,
+    relative,
+)
 from kafkad.spark_bridge.datasource import DEFAULT_SPLIT_BYTES, LEGACY_SITE, register
 from kafkad.spark_bridge.landing import LandingStore, open_landing
 from kafkad.spark_bridge.ledger import (
@@ -60,9 +73,10 @@ from kafkad.spark_bridge.ledger import (
     recover,
     write_intent,
 )
-from kafkad.spark_bridge.manifest import Manifest, parse_manifest_name
+from kafkad.spark_bridge.manifest import MANIFEST_SUFFIX, Manifest, parse_manifest_name
 from kafkad.spark_bridge.plan import Range, SegmentPiece, StreamKey, assign, covers, merge, plan_pieces
 from kafkad.spark_bridge.report import SUMMARY_FILE, IngestSummary, TopicSummary
+from kafkad.spark_bridge.s3 import S3Options
 
 log = logging.getLogger("kafkad.spark_bridge.ingest")
 
@@ -77,6 +91,7 @@ class IngestPlan:
     landed_end: dict[StreamKey, int]  # per stream: last landed offset + 1
     manifests_listed: int
     manifests_read: int
+    damaged: list[Damaged] = field(default_factory=list)  # left out of the plan
 
 
 def plan_run(
@@ -86,11 +101,18 @@ def plan_run(
     *,
     legacy_site: str,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
+    sizes: Mapping[str, int] | None = None,
 ) -> IngestPlan:
-    """Step 2: what to read, from the manifest names, the ledger and the manifests not yet covered."""
+    """Step 2: what to read, from the manifest names, the ledger and the manifests not yet covered.
+
+    `sizes` (every object's size, from the listing): a manifest whose `.log` is missing or of another
+    size is damaged, like one that does not parse or names other offsets than its key; damaged
+    objects are left out of the plan and listed in `damaged`.
+    """
     streams: dict[StreamKey, list[Manifest]] = defaultdict(list)
     landed_end: dict[StreamKey, int] = {}
     clusters: dict[str, str] = {}
+    damaged: list[Damaged] = []
     read = 0
     for name in names:
         key = parse_manifest_name(name)
@@ -108,7 +130,19 @@ def plan_run(
         if raw is None:
             raise FileNotFoundError(f"manifest {name} vanished from {store.uri}")
         read += 1
-        m = Manifest.from_json(raw)
+        try:
+            m = Manifest.from_json(raw)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            damaged.append(Damaged(name, f"not a kafkad manifest ({type(e).__name__}: {e})"))
+            continue
+        if key.site is not None and (m.manifest_name != name or key.last_offset != m.last_offset):
+            damaged.append(Damaged(name, f"its content describes {m.manifest_name}, not this key"))
+            continue
+        if sizes is not None and sizes.get(m.log_name) != m.size:
+            got = sizes.get(m.log_name)
+            why = "is missing" if got is None else f"has {got} bytes, its manifest says {m.size}"
+            damaged.append(Damaged(name, f"its data object {m.log_name} {why}"))
+            continue
         sk = (m.site if m.site is not None else legacy_site, m.topic, m.partition)
         if m.cluster_id is not None and clusters.setdefault(sk[0], m.cluster_id) != m.cluster_id:
             raise ValueError(
@@ -128,7 +162,7 @@ def plan_run(
         objects[sk] = len(assignments)
         for a in assignments:
             pieces += plan_pieces(a.manifest, store.uri, split_bytes, site=sk[0], ranges=a.ranges)
-    return IngestPlan(pieces, added, objects, landed_end, len(names), read)
+    return IngestPlan(pieces, added, objects, landed_end, len(names), read, damaged)
 
 
 def _progress_reporter(spark: Any, stop: threading.Event, interval_s: float = 2.0) -> threading.Thread:
@@ -212,21 +246,33 @@ def run_ingest(
     summary_path: str | os.PathLike[str] | None = None,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     on_step: Callable[[str], None] | None = None,
+    quarantine: str | None = None,
+    s3: S3Options | None = None,
 ) -> IngestSummary:
-    """Ingest every landed offset not in the ledger; returns (and writes) the per-site/topic summary."""
-    store = open_landing(landing)
-    store.check(writable=False)  # a missing root is an error, not "nothing new"
+    """Ingest every landed offset not in the ledger; returns (and writes) the per-site/topic summary.
+
+    DamagedLanding if the landing holds damaged objects (nothing committed); with `quarantine` they
+    are moved there (see `damaged.py`)."""
+    store = open_landing(landing, s3)
+    store.check(writable=False)  # a missing root (or bucket) is an error, not "nothing new"
+    if quarantine is not None:
+        check_quarantine(store, quarantine)
     out = Path(output).absolute()
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     started = time.monotonic()
-    names = store.list_manifests()
+    objects = store.list_objects()
+    names = sorted(n for n in objects if n.endswith(MANIFEST_SUFFIX))
     timings["listing"] = time.monotonic() - started
     t = time.monotonic()
     recovered = migrate_v1(out, store, legacy_site)
     ledger = read_ledger(out)
     recovered += recover(out, ledger)
-    plan = plan_run(store, names, ledger, legacy_site=legacy_site, split_bytes=split_bytes)
+    plan = plan_run(store, names, ledger, legacy_site=legacy_site, split_bytes=split_bytes, sizes=objects)
+    if plan.damaged:
+        if quarantine is None:
+            raise DamagedLanding(store, plan.damaged, None)
+        move_aside(store, plan.damaged, quarantine, objects)
     timings["planning"] = time.monotonic() - t
     run = run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     staged: dict[tuple[str, str], tuple[int, int]] = {}
@@ -261,6 +307,14 @@ def run_ingest(
                     .load(store.uri)
                 )
                 df.write.mode("append").partitionBy("site", "topic", "date").parquet(str(stage))
+            except Exception as e:  # an executor found a damaged object: name it (and move it aside)
+                found = [r for k in keys_in(str(e)) if (r := relative(store, k)) is not None]
+                if not found:
+                    raise
+                bad = [Damaged(n, "fails its CRC-32C or batch checks") for n in found]
+                if quarantine is not None:
+                    move_aside(store, bad, quarantine, objects)
+                raise DamagedLanding(store, bad, quarantine) from None
             finally:
                 stop.set()
         timings["spark"] = time.monotonic() - t
@@ -312,11 +366,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=LEGACY_SITE,
         help=f"site of objects shipped before sites existed (default {LEGACY_SITE!r})",
     )
+    parser.add_argument(
+        "--quarantine",
+        default=None,
+        metavar="PREFIX",
+        help="move damaged or foreign objects of the landing here (same filesystem, outside the landing)",
+    )
+    parser.add_argument("--s3-endpoint-url", default=None, help="S3 endpoint (default: AWS_ENDPOINT_URL)")
+    parser.add_argument("--s3-region", default=None, help="S3 region (default: AWS_REGION)")
     args = parser.parse_args(argv)
+    s3 = S3Options(endpoint_url=args.s3_endpoint_url, region=args.s3_region)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     try:  # before Spark starts: a typo or an unmounted share must fail the nightly job at once
-        open_landing(args.landing).check(writable=False)
+        store = open_landing(args.landing, s3)
+        store.check(writable=args.quarantine is not None)
+        if args.quarantine is not None:
+            check_quarantine(store, args.quarantine)
+    except ValueError as e:
+        print(f"kafkad-spark-ingest: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(f"kafkad-spark-ingest: landing {args.landing} is not readable: {e}", file=sys.stderr)
         return 2
@@ -329,11 +398,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.output,
             legacy_site=args.legacy_site,
             summary_path=args.summary_json,
+            quarantine=args.quarantine,
+            s3=s3,
         )
         print(f"run {summary.run_id}: {len(summary.topics)} site topics in {time.monotonic() - started:.1f}s")
         if summary.recovered_runs:
             print(f"recovered {summary.recovered_runs} interrupted run(s)")
         print(summary.table())
+    except DamagedLanding as e:
+        print(f"kafkad-spark-ingest: {e}", file=sys.stderr)
+        return 3
     finally:
         spark.stop()
     return 0

@@ -8,13 +8,25 @@ appears under its final name only when complete.
   new ones), are fsynced, renamed over the target, and the directory is fsynced. The root itself is
   never created: a missing root (an unmounted share) is "unreachable", the shipper backs off and retries
   instead of filling the wrong disk.
-* `PyArrowLanding(fs, root)`: any `pyarrow.fs.FileSystem` (S3, GCS, HDFS, local). Writes go to a temp
-  object and are moved in with `fs.move` (a rename on HDFS/local; copy + delete on object stores, where
-  the copy appears atomically).
+* `PyArrowLanding(uri)`: any `pyarrow.fs.FileSystem` (S3, GCS, HDFS, local). Writes go to a temp
+  object and are moved in with `fs.move` (a rename on HDFS/local; on object stores a server-side copy,
+  which makes the object appear complete or not at all, then a delete of the temp object).
+  On an object store (`s3://bucket/prefix`) there are no directories: a prefix exists once an object
+  does, so "the root exists" becomes "the bucket exists" (a HEAD) and, for writers, "a probe object
+  can be put and deleted"; no directory marker objects are written. A temp object is written by a
+  multipart upload only completed on `close`: a writer killed mid-upload leaves nothing visible, and a
+  writer that fails leaves at most its hidden temp object, which readers never list and the retry
+  overwrites. Small objects (`put_bytes`: manifests) are one PUT, atomic by itself. Endpoint, region
+  and credentials of S3: see `s3.py`.
 
 `open_landing(uri)` picks one: a plain path or `file://` URI gives the filesystem store, anything else
-(`s3://bucket/prefix`, `hdfs://...`) goes through pyarrow. Store objects hold only strings, so they
-pickle to Spark executors. All methods are blocking (the shipper calls them from its worker thread).
+(`s3://bucket/prefix`, `hdfs://...`) goes through pyarrow. Stores pickle to Spark executors as their
+URI only (credentials given as settings stay in the process that was given them).
+
+Every store also lists its objects with their sizes (`list_objects`: one listing, which lets the
+ingest find a manifest whose `.log` is missing or truncated without reading it), names an object by
+its full key for error messages (`key`), and moves damaged objects aside (`move_aside`: the ingest's
+`--quarantine`). All methods are blocking (the shipper calls them from its worker thread).
 Errors are `OSError`s (pyarrow raises OSError subclasses too): the caller treats them as "unreachable".
 """
 
@@ -26,6 +38,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from kafkad.spark_bridge.manifest import MANIFEST_SUFFIX
+from kafkad.spark_bridge.s3 import S3Options, bucket_and_root, canonical_uri, is_s3
+from kafkad.spark_bridge.s3 import filesystem as s3_filesystem
 from kafkad.storage.checkpoints import fsync_dir
 
 _TEMP_SUFFIX = ".tmp"
@@ -60,6 +74,23 @@ class LandingStore(Protocol):
     def list_manifests(self) -> list[str]:
         """Relative names of every manifest in the store, sorted."""
         ...
+
+    def list_objects(self) -> dict[str, int]:
+        """Relative name -> size of every visible object (hidden temp objects left out)."""
+        ...
+
+    def key(self, name: str) -> str:
+        """The object's full name, for messages (`s3://bucket/prefix/name`, `/landing/name`)."""
+        ...
+
+    def move_aside(self, name: str, dest: str) -> str:
+        """Move the object to `dest`/`name` (`dest`: a path or URI in the same filesystem, outside
+        the landing); returns the new full name."""
+        ...
+
+
+def _manifests(objects: dict[str, int]) -> list[str]:
+    return sorted(n for n in objects if n.endswith(MANIFEST_SUFFIX))
 
 
 def _temp_name(path: str) -> str:
@@ -143,22 +174,36 @@ class FilesystemLanding:
         return open(self.root / name, "rb")
 
     def list_manifests(self) -> list[str]:
+        return _manifests(self.list_objects())
+
+    def list_objects(self) -> dict[str, int]:
         root = self.root
-        out: list[str] = []
+        out: dict[str, int] = {}
         for dirpath, _dirs, files in os.walk(root):
             for f in files:
-                if f.endswith(MANIFEST_SUFFIX) and not f.startswith("."):
-                    out.append(os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/"))
-        return sorted(out)
+                if not f.startswith("."):
+                    path = os.path.join(dirpath, f)
+                    with contextlib.suppress(FileNotFoundError):
+                        out[os.path.relpath(path, root).replace(os.sep, "/")] = os.stat(path).st_size
+        return out
+
+    def key(self, name: str) -> str:
+        return str(self.root / name)
+
+    def move_aside(self, name: str, dest: str) -> str:
+        target = Path(dest[len("file://") :] if dest.startswith("file://") else dest).absolute() / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(self.root / name, target)
+        return str(target)
 
 
 class _ArrowWriter:
-    def __init__(self, fs: Any, target: str) -> None:
+    def __init__(self, fs: Any, target: str, *, object_store: bool) -> None:
         self._fs = fs
         self._target = target
         self._tmp = _temp_name(target)
         parent = target.rpartition("/")[0]
-        if parent:
+        if parent and not object_store:
             fs.create_dir(parent, recursive=True)
         self._out: Any = fs.open_output_stream(self._tmp)
 
@@ -166,29 +211,44 @@ class _ArrowWriter:
         self._out.write(data)
 
     def commit(self) -> None:
-        self._out.close()
-        self._fs.move(self._tmp, self._target)
+        self._out.close()  # completes the (multipart) upload of the temp object
+        self._fs.move(self._tmp, self._target)  # object stores: server-side copy, then delete
 
     def abort(self) -> None:
+        # pyarrow cannot abort an upload: closing may complete a partial temp object, deleted here
+        # (and, should the delete fail, hidden from readers and overwritten by the retry).
         with contextlib.suppress(OSError):
             self._out.close()
+        with contextlib.suppress(OSError):
             self._fs.delete_file(self._tmp)
 
 
-class PyArrowLanding:
-    """A landing area on any pyarrow filesystem; `root` is a path inside it (bucket/prefix for S3)."""
+_OBJECT_STORES = ("s3", "gcs")
+PROBE_NAME = ".kafkad-write-probe"
 
-    def __init__(self, uri: str) -> None:
-        self._uri = uri
+
+class PyArrowLanding:
+    """A landing area on any pyarrow filesystem; the URI's path is the root (bucket/prefix for S3)."""
+
+    def __init__(self, uri: str, s3: S3Options | None = None) -> None:
+        self._s3_options = s3  # not pickled: executors use their own credential chain
+        self._uri = canonical_uri(uri, s3) if is_s3(uri) else uri
         self._fs_cache: Any = None
         self._root = ""
+        self._object_store = False
+        self._writable_checked = False
 
     def _fs(self) -> Any:
         if self._fs_cache is None:
             from pyarrow import fs as pafs
 
-            self._fs_cache, self._root = pafs.FileSystem.from_uri(self._uri)
-            self._root = self._root.rstrip("/")
+            if is_s3(self._uri):
+                self._fs_cache = s3_filesystem(self._uri, self._s3_options)
+                self._root = bucket_and_root(self._uri)[1]
+            else:
+                self._fs_cache, root = pafs.FileSystem.from_uri(self._uri)
+                self._root = root.rstrip("/")
+            self._object_store = self._fs_cache.type_name in _OBJECT_STORES
         return self._fs_cache
 
     def __getstate__(self) -> dict[str, Any]:
@@ -203,20 +263,46 @@ class PyArrowLanding:
 
     def _path(self, name: str) -> str:
         self._fs()
-        return f"{self._root}/{name}" if self._root else name
+        return f"{self._root}/{name}" if self._root and name else name or self._root
+
+    def key(self, name: str) -> str:
+        scheme = self._uri.split("://", 1)[0]
+        self._fs()
+        return f"{scheme}://{self._path(name)}"
 
     def check(self, *, writable: bool = True) -> None:
         from pyarrow import fs as pafs
 
-        info = self._fs().get_file_info(self._root or "/")
-        if info.type != pafs.FileType.Directory:
-            raise FileNotFoundError(f"landing root {self._uri} is missing")
+        fs = self._fs()
+        if not self._object_store:
+            if fs.get_file_info(self._root or "/").type != pafs.FileType.Directory:
+                raise FileNotFoundError(f"landing root {self._uri} is missing")
+            return
+        bucket = self._root.split("/", 1)[0]
+        if fs.get_file_info(bucket).type != pafs.FileType.Directory:
+            raise FileNotFoundError(
+                f"bucket {bucket} of landing {self.key('')} does not exist (or these credentials cannot see it)"
+            )
+        if writable and not self._writable_checked:
+            probe = self._path(PROBE_NAME)
+            try:
+                with fs.open_output_stream(probe) as out:
+                    out.write(b"kafkad")
+                fs.delete_file(probe)
+            except OSError as e:
+                raise PermissionError(f"landing {self.key('')} is not writable: {e}") from e
+            self._writable_checked = True
 
     def open_writer(self, name: str) -> LandingWriter:
         self.check()
-        return _ArrowWriter(self._fs(), self._path(name))
+        return _ArrowWriter(self._fs(), self._path(name), object_store=self._object_store)
 
     def put_bytes(self, name: str, data: bytes) -> None:
+        self.check()
+        if self._object_store:  # one PUT: the object appears whole or not at all
+            with self._fs().open_output_stream(self._path(name)) as out:
+                out.write(data)
+            return
         _write_all(self.open_writer(name), data)
 
     def read_bytes(self, name: str) -> bytes | None:
@@ -231,25 +317,35 @@ class PyArrowLanding:
         return f
 
     def list_manifests(self) -> list[str]:
+        return _manifests(self.list_objects())
+
+    def list_objects(self) -> dict[str, int]:
         from pyarrow import fs as pafs
 
         fs = self._fs()
         infos = fs.get_file_info(pafs.FileSelector(self._root or "/", recursive=True, allow_not_found=True))
         prefix = f"{self._root}/" if self._root else ""
-        out = [
-            i.path[len(prefix) :]
+        return {
+            i.path[len(prefix) :]: i.size
             for i in infos
-            if i.type == pafs.FileType.File
-            and i.base_name.endswith(MANIFEST_SUFFIX)
-            and not i.base_name.startswith(".")
-        ]
-        return sorted(out)
+            if i.type == pafs.FileType.File and not i.base_name.startswith(".")
+        }
+
+    def move_aside(self, name: str, dest: str) -> str:
+        fs = self._fs()
+        scheme = self._uri.split("://", 1)[0]
+        if not dest.startswith(f"{scheme}://"):
+            raise ValueError(f"{dest}: must be a {scheme}:// location (the landing's filesystem)")
+        target = f"{dest[len(scheme) + 3 :].split('?', 1)[0].rstrip('/')}/{name}"
+        fs.move(self._path(name), target)
+        return f"{scheme}://{target}"
 
 
-def open_landing(uri: str) -> LandingStore:
-    """The store for `bridge.landing.dir` / `--landing`: a path or file:// URI, else a pyarrow URI."""
+def open_landing(uri: str, s3: S3Options | None = None) -> LandingStore:
+    """The store for `bridge.landing.dir` / `--landing`: a path or file:// URI, else a pyarrow URI
+    (`s3` overrides the AWS chain for s3:// URIs)."""
     if uri.startswith("file://"):
         return FilesystemLanding(uri[len("file://") :])
     if "://" not in uri:
         return FilesystemLanding(uri)
-    return PyArrowLanding(uri)
+    return PyArrowLanding(uri, s3)

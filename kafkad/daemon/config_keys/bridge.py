@@ -5,8 +5,10 @@ Rows of config_table.KEYS, which joins these tuples in README order (`key`: conf
 
 from __future__ import annotations
 
-from kafkad.daemon.config_defs import at_least
+from kafkad.daemon.config_defs import ConfigType, at_least
 from kafkad.daemon.config_keys.declare import BOOL, LO, LONG, LST, STR, ConfigKey, M, key
+
+PASSWORD = ConfigType.PASSWORD
 
 BRIDGE_KEYS: tuple[ConfigKey, ...] = (
     key(
@@ -21,7 +23,10 @@ BRIDGE_KEYS: tuple[ConfigKey, ...] = (
         "bridge.landing.dir",
         STR,
         None,
-        "kafkad: directory segments are shipped to (required when the bridge is on).",
+        "kafkad: where segments are shipped to (required when the bridge is on): a directory (it must "
+        "exist: a missing one is an unmounted share, retried), or `s3://bucket/prefix` (the bucket must "
+        "exist and be writable; endpoint, region and credentials from the AWS chain or `bridge.s3.*`), "
+        "or another pyarrow filesystem URI.",
         M,
         group="bridge",
     ),
@@ -60,6 +65,41 @@ BRIDGE_KEYS: tuple[ConfigKey, ...] = (
         "kafkad: roll and ship an active segment older than this.",
         LO,
         at_least(1),
+        group="bridge",
+    ),
+    key(
+        "bridge.s3.endpoint.url",
+        STR,
+        None,
+        "kafkad: S3 endpoint of an `s3://` landing (`http://host:port` for a private store); unset = "
+        "`AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` from the environment, else AWS.",
+        LO,
+        group="bridge",
+    ),
+    key(
+        "bridge.s3.region",
+        STR,
+        None,
+        "kafkad: region of an `s3://` landing; unset = `AWS_REGION` / `AWS_DEFAULT_REGION`, else the "
+        "shared config file's profile (us-east-1 with a private endpoint).",
+        LO,
+        group="bridge",
+    ),
+    key(
+        "bridge.s3.access.key.id",
+        STR,
+        None,
+        "kafkad: access key of an `s3://` landing, with `bridge.s3.secret.access.key`; unset = the AWS "
+        "chain (`AWS_ACCESS_KEY_ID`, `AWS_PROFILE` in the shared credentials file, instance role).",
+        LO,
+        group="bridge",
+    ),
+    key(
+        "bridge.s3.secret.access.key",
+        PASSWORD,
+        None,
+        "kafkad: secret key of an `s3://` landing (with `bridge.s3.access.key.id`).",
+        LO,
         group="bridge",
     ),
 )

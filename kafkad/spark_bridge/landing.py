@@ -8,16 +8,18 @@ appears under its final name only when complete.
   new ones), are fsynced, renamed over the target, and the directory is fsynced. The root itself is
   never created: a missing root (an unmounted share) is "unreachable", the shipper backs off and retries
   instead of filling the wrong disk.
-* `PyArrowLanding(uri)`: any `pyarrow.fs.FileSystem` (S3, GCS, HDFS, local). Writes go to a temp
-  object and are moved in with `fs.move` (a rename on HDFS/local; on object stores a server-side copy,
-  which makes the object appear complete or not at all, then a delete of the temp object).
-  On an object store (`s3://bucket/prefix`) there are no directories: a prefix exists once an object
-  does, so "the root exists" becomes "the bucket exists" (a HEAD) and, for writers, "a probe object
-  can be put and deleted"; no directory marker objects are written. A temp object is written by a
-  multipart upload only completed on `close`: a writer killed mid-upload leaves nothing visible, and a
-  writer that fails leaves at most its hidden temp object, which readers never list and the retry
-  overwrites. Small objects (`put_bytes`: manifests) are one PUT, atomic by itself. Endpoint, region
-  and credentials of S3: see `s3.py`.
+* `PyArrowLanding(uri)`: any `pyarrow.fs.FileSystem` (S3, GCS, HDFS, local). On a filesystem,
+  writes go to a temp file moved in with `fs.move`. On an object store (`s3://bucket/prefix`) an
+  object is written under its final key: a PUT, or a multipart upload completed only on commit, makes
+  it appear whole or not at all (a temp object would cost a server-side copy per segment: half the
+  shipping throughput). A writer killed mid-upload leaves an incomplete upload, which no listing
+  shows (a bucket lifecycle rule `AbortIncompleteMultipartUpload` reclaims its parts); a writer that
+  fails is closed and its object deleted; either way the manifest, written after the data, is missing,
+  and readers reach data only through manifests. There are no directories there either: a prefix
+  exists once an object does, so "the root exists" becomes "the bucket exists" (a HEAD) and, for
+  writers, "a probe object can be put and deleted"; no directory marker objects are created by us
+  (pyarrow writes one when a delete empties a prefix). Endpoint, region and credentials of S3: see
+  `s3.py`.
 
 `open_landing(uri)` picks one: a plain path or `file://` URI gives the filesystem store, anything else
 (`s3://bucket/prefix`, `hdfs://...`) goes through pyarrow. Stores pickle to Spark executors as their
@@ -198,10 +200,14 @@ class FilesystemLanding:
 
 
 class _ArrowWriter:
+    """Filesystems: a temp file moved in on commit. Object stores: the final key itself, whose
+    (multipart) upload completes only on commit; see the module docstring for abort."""
+
     def __init__(self, fs: Any, target: str, *, object_store: bool) -> None:
         self._fs = fs
         self._target = target
-        self._tmp = _temp_name(target)
+        self._direct = object_store
+        self._tmp = target if object_store else _temp_name(target)
         parent = target.rpartition("/")[0]
         if parent and not object_store:
             fs.create_dir(parent, recursive=True)
@@ -211,12 +217,14 @@ class _ArrowWriter:
         self._out.write(data)
 
     def commit(self) -> None:
-        self._out.close()  # completes the (multipart) upload of the temp object
-        self._fs.move(self._tmp, self._target)  # object stores: server-side copy, then delete
+        self._out.close()  # object stores: completes the upload, the object appears whole
+        if not self._direct:
+            self._fs.move(self._tmp, self._target)
 
     def abort(self) -> None:
-        # pyarrow cannot abort an upload: closing may complete a partial temp object, deleted here
-        # (and, should the delete fail, hidden from readers and overwritten by the retry).
+        # pyarrow cannot abort an upload (closing completes it, and so does dropping the stream):
+        # what was written is closed and deleted. On an object store it was under the final name,
+        # but with no manifest yet (written after the data), so no reader takes it meanwhile.
         with contextlib.suppress(OSError):
             self._out.close()
         with contextlib.suppress(OSError):

@@ -168,8 +168,8 @@ def test_shipper_killed_mid_upload_leaves_nothing_the_ingest_takes(
     assert proc.returncode == -signal.SIGKILL
     client: Any = s3.client()
     uploads = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
-    # The interrupted upload: never completed, under a hidden temp name.
-    assert [u["Key"].rsplit("/", 1)[-1][:1] for u in uploads] == ["."], uploads
+    # The interrupted upload of the big segment: begun under its final key, never completed, unlisted.
+    assert [u["Key"].rsplit("/", 2)[0] for u in uploads] == [f"landing/site={SITE}/big"], uploads
     landed = objects(s3, bucket)
     assert not [k for k in landed if "/big/" in k], sorted(landed)  # nothing of the segment visible
     check_landing(s3, bucket)

@@ -33,7 +33,10 @@ def landed(client: Any, bucket: str) -> dict[str, bytes]:
         for o in page.get("Contents", []):
             if o["Key"].endswith("/"):
                 continue  # pyarrow's directory markers (it writes one when a delete empties a "directory")
-            out[o["Key"]] = client.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
+            try:
+                out[o["Key"]] = client.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
+            except client.exceptions.NoSuchKey:
+                continue  # deleted since the listing (the shipper's one write probe)
     return out
 
 

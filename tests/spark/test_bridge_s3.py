@@ -33,6 +33,7 @@ from kafkad.storage.records import Compression, build_batch
 from tests.spark.conftest import spark_env
 from tests.spark.helpers import SITE, Row, expected_rows, parquet_rows, write_logs
 from tests.spark.s3_server import STATIC_ENV, FlakyProxy, MotoS3, moto_s3
+from tests.spark.test_cluster import SPARK_HOME, cluster  # noqa: F401  (the standalone cluster fixture)
 from tests.unit.spark_bridge.factory import BASE_TS, Expected, make_record
 
 pytestmark = pytest.mark.spark
@@ -277,3 +278,62 @@ def test_damaged_and_foreign_objects_are_named_then_quarantined(
     run_ingest(spark, uri, output)
     assert parquet_rows(output) == [r for r in expected if (r[1], r[2], r[3]) not in damaged_rows]
     assert run_ingest(spark, uri, output).topics == ()
+
+
+@pytest.fixture
+def aws_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credentials and region in the shared files only (what a Spark worker host usually has)."""
+    creds, config = tmp_path / "aws-credentials", tmp_path / "aws-config"
+    creds.write_text(
+        "[default]\naws_access_key_id = kafkad-file\naws_secret_access_key = kafkad-file-secret\n"
+    )
+    config.write_text("[default]\nregion = us-east-1\n")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+
+
+@pytest.mark.timeout(1500)  # three JVMs start, then spark-submit (up to 900 s on a loaded machine)
+def test_ingest_from_s3_via_spark_submit_on_standalone_cluster(
+    tmp_path: Path,
+    s3: MotoS3,
+    aws_files: None,
+    cluster: str,  # noqa: F811
+) -> None:
+    """Workers read the bucket: endpoint from the driver's --s3-endpoint-url (carried in the plan's
+    landing URI), credentials from the shared credentials file in the workers' environment."""
+    logs, output = tmp_path / "logs", tmp_path / "out"
+    expected = expected_rows(write_logs(logs))
+    bucket = s3.create_bucket()
+    uri = f"s3://{bucket}/landing"
+    assert len(s3_shipper(logs, uri, S3Options(endpoint_url=s3.endpoint)).run_once()) == 15
+    env = spark_env()
+    env["SPARK_HOME"] = str(SPARK_HOME)
+    proc = subprocess.run(
+        [
+            str(SPARK_HOME / "bin" / "spark-submit"),
+            "--master",
+            cluster,
+            "--conf",
+            "spark.executor.memory=512m",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(REPO / "kafkad" / "spark_bridge" / "ingest.py"),
+            "--landing",
+            uri,
+            "--s3-endpoint-url",
+            s3.endpoint,
+            "--output",
+            str(output),
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    for i in range(2):
+        assert "Asked to launch executor app-" in (tmp_path / f"worker{i}.log").read_text()
+    assert parquet_rows(output) == expected
+    assert len(read_ledger(output)) == 5

@@ -286,6 +286,8 @@ class PyArrowLanding:
             if fs.get_file_info(self._root or "/").type != pafs.FileType.Directory:
                 raise FileNotFoundError(f"landing root {self._uri} is missing")
             return
+        if self._writable_checked:
+            return  # once per store: later writes fail by themselves, and cost no HEAD each
         bucket = self._root.split("/", 1)[0]
         if fs.get_file_info(bucket).type != pafs.FileType.Directory:
             raise FileNotFoundError(

@@ -21,7 +21,8 @@ commit, then the manifest is put, after the data. Only then is the position adva
 end (the next segment's base offset) in the `ShippedPositionStore`.
 
 Crash/restart: a segment whose copy was interrupted has, at most, a hidden temp file in the landing
-area; it is shipped again under the same names (same bytes). A segment that fully landed but whose
+area (on an object store: an incomplete upload, which no listing shows, or an object without its
+manifest); it is shipped again under the same names (same bytes). A segment that fully landed but whose
 position was not stored is recognised on restart by its manifest (same size and CRC) and is not
 copied again. Landing errors (`OSError`: root missing, read-only, network store down) are retried with
 exponential backoff forever; nothing is skipped, so nothing is lost.

@@ -220,6 +220,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         ),
         log_dirs=dirs,
         offline_logs=lambda: [(o.topic, o.partition, o.path) for o in replicas.offline_partitions()],
+        log_sync=replicas.log_sync.stats,
     )
     replication = None
     if not config.standalone:
@@ -287,12 +288,10 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             await loop.run_in_executor(None, log_manager.run_deletions, due)
 
     async def flush() -> None:
-        now = clock.time_ms()
-        logs = log_manager.flush_pass(now)
-        if logs:
-            failed = await loop.run_in_executor(None, log_manager.flush_logs, logs)
-            for plog, exc in failed:  # an fsync error takes that partition offline, not the broker
-                replicas.storage_failed(plog.topic, plog.partition, exc)
+        # Through the group commit (storage/log_sync.py), so no log is ever flushed by two threads at
+        # once; an fsync error takes that partition offline, not the broker (LogSync.on_error).
+        for plog in log_manager.flush_pass(clock.time_ms()):
+            replicas.log_sync.schedule(plog)
         await _deletions()
 
     async def checkpoint() -> None:
@@ -336,6 +335,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     _stop_groups(broker)
     if cluster is not None:
         await cluster.close()
+    await replicas.log_sync.close()  # no fsync may race the logs' close
     await loop.run_in_executor(None, log_manager.shutdown)
     security.close()
     await ops.close()

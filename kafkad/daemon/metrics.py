@@ -31,6 +31,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from kafkad.protocol import ApiKey
+from kafkad.storage.log_sync import SyncStats
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +178,7 @@ class BrokerMetrics:
         log_sizes: LogSizes | None = None,
         log_dirs: Sequence[str] | None = None,
         offline_logs: OfflineLogs | None = None,
+        log_sync: SyncStats | None = None,
     ) -> None:
         """Name the sources read at scrape time, on the event loop; arguments left None stay as they were."""
         s = self._state
@@ -192,6 +194,8 @@ class BrokerMetrics:
             s.log_dirs = tuple(log_dirs)
         if offline_logs is not None:
             s.offline_logs = offline_logs
+        if log_sync is not None:
+            s.log_sync = log_sync
 
     def exposition(self) -> bytes:
         """The text format, as served on /metrics."""
@@ -292,6 +296,7 @@ class _BrokerStateCollector(Collector):
         self.log_sizes: LogSizes | None = None
         self.log_dirs: tuple[str, ...] = ()
         self.offline_logs: OfflineLogs | None = None
+        self.log_sync: SyncStats | None = None
         self._process = psutil.Process() if process else None
 
     def describe(self) -> Iterable[Metric]:
@@ -325,6 +330,8 @@ class _BrokerStateCollector(Collector):
             yield sizes
         if self.offline_logs is not None:
             yield from self._offline(self.offline_logs)
+        if self.log_sync is not None:
+            yield from self._log_sync(self.log_sync)
         if self.log_dirs:
             free = GaugeMetricFamily(
                 "kafka_log_dir_free_bytes", "Free bytes on a log dir's filesystem.", labels=["dir"]
@@ -343,6 +350,21 @@ class _BrokerStateCollector(Collector):
             yield total
         if self._process is not None:
             yield from self._process_metrics(self._process)
+
+    @staticmethod
+    def _log_sync(stats: SyncStats) -> Iterator[Metric]:
+        """The group commit's counters (storage/log_sync.py): records per fsync = records / fsyncs."""
+        for name, doc, value in (
+            (
+                "kafkad_log_sync_jobs",
+                "Group-commit jobs run (one thread walk over a disk's logs).",
+                stats.jobs,
+            ),
+            ("kafkad_log_fsyncs", "Partition log flushes that made new messages durable.", stats.fsyncs),
+            ("kafkad_log_fsync_records", "Messages made durable by those flushes.", stats.records),
+            ("kafkad_log_fsync_failures", "Partition log flushes that failed.", stats.failures),
+        ):
+            yield CounterMetricFamily(name, doc, value=value)
 
     @staticmethod
     def _offline(source: OfflineLogs) -> Iterator[Metric]:

@@ -38,6 +38,7 @@ from kafkad.replication.broker_channel import BrokerChannel
 from kafkad.replication.fetch_request import FETCH_VERSION, FetchEncoder, fetch_body
 from kafkad.replication.fetch_response import FetchedPartition, decode_fetch_response
 from kafkad.storage.log_offline import LogIOError
+from kafkad.storage.log_sync import LogSync
 from kafkad.storage.log_types import AppendOrigin
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ class ReplicaFetcher:
         self.fetches = 0  # completed Fetch requests (tests, metrics)
         self._encoder: FetchEncoder | None = None
         self.on_storage_error: StorageErrorHook | None = None  # FetcherManager's
+        self.log_sync: LogSync | None = None  # FetcherManager's (flush.messages / flush.ms)
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher(source={self.source_id}, {len(self.partitions)} partitions)"
@@ -338,17 +340,29 @@ class ReplicaFetcher:
             return
         now_ms = self._now_ms()
         partitions = self.partitions
+        syncs: list[asyncio.Future[None]] | None = None
         for p in fetched:
             tp = (p.topic, p.partition)
             entry = sent.get(tp)
             if entry is None:
                 continue
             f, offset = entry
-            if not self._current(f) or f.part.log.log_end_offset != offset:
+            plog = _storage(f.part)
+            if not self._current(f) or plog.log_end_offset != offset:
                 continue  # moved or truncated while the fetch was out
             self._process(f, p, now_ms)
-            if f.part.log.log_end_offset != offset and partitions.get(tp) is f:
-                partitions[tp] = partitions.pop(tp)  # moveToEnd: it was served
+            if plog.log_end_offset != offset:
+                if partitions.get(tp) is f:
+                    partitions[tp] = partitions.pop(tp)  # moveToEnd: it was served
+                if plog.config.sync_on_append and self.log_sync is not None and plog.sync_due():
+                    fut = self.log_sync.request(plog, plog.log_end_offset)
+                    if fut is not None:
+                        syncs = [fut] if syncs is None else [*syncs, fut]
+        if syncs:
+            # flush.messages / flush.ms: the next Fetch reports our new log end to the leader (which
+            # moves the HW on it), so what was appended is fsynced first, as Kafka's fetcher thread
+            # flushes inside its append. A failure took that partition offline (LogSync.on_error).
+            await asyncio.gather(*syncs, return_exceptions=True)
 
     def _process(self, f: _Follow, p: FetchedPartition, now_ms: int) -> None:
         part = f.part
@@ -400,6 +414,7 @@ class FetcherManager:
         self._assigned: dict[TP, tuple[int, int]] = {}
         # An I/O error appending a partition's replicated batches (ReplicaManager.storage_failed).
         self.on_storage_error: StorageErrorHook | None = None
+        self.log_sync: LogSync | None = None  # ReplicaManager's group commit (flush.messages / flush.ms)
 
     def fetcher_id(self, tp: TP) -> int:
         # Kafka: Utils.abs(31 * topic.hashCode + partition) % numFetchers; any stable spread will do.
@@ -418,6 +433,7 @@ class FetcherManager:
             if fetcher is None:
                 fetcher = self.fetchers[key] = ReplicaFetcher(leader_id, host, port, self.cfg, self._now_ms)
                 fetcher.on_storage_error = self.on_storage_error
+                fetcher.log_sync = self.log_sync
             else:
                 fetcher.channel.set_address(host, port)
             fetcher.add(ps)

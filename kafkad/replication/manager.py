@@ -24,6 +24,7 @@ from kafkad.replication.fetcher import FetcherManager
 from kafkad.replication.isr import IsrUpdater
 from kafkad.replication.partition import Partition, Role
 from kafkad.storage.log_offline import LogIOError, OfflineLog, is_transient
+from kafkad.storage.log_sync import LogSync
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ class ReplicaManager:
         # no replica of answers NOT_LEADER_OR_FOLLOWER (the client refreshes and goes to the leader), as
         # Kafka's ReplicaManager.getPartitionOrError; standalone: None, UNKNOWN_TOPIC_OR_PARTITION
         self.cluster_has: Callable[[str, int], bool] | None = None
+        # flush.messages / flush.ms: appends fsynced before their answer (leader) or next fetch (follower)
+        self.log_sync = LogSync(on_error=self._sync_failed)
 
     def load_from_logs(self) -> int:
         """Wrap every loaded log (after LogManager.load) as a leader partition."""
@@ -96,6 +99,7 @@ class ReplicaManager:
         """Every loaded partition waits for the controller's LeaderAndIsr (no leader, epoch -1)."""
         self.fetchers = fetchers
         fetchers.on_storage_error = self.storage_failed  # a follower's I/O error: that partition alone
+        fetchers.log_sync = self.log_sync
         self.now_ms = now_ms
         self.isr_updater = isr_updater
         loaded, self._loaded_hw = self._loaded_hw, {}
@@ -333,6 +337,13 @@ class ReplicaManager:
             self.log_manager.take_offline(topic, partition, exc)  # tells _went_offline (on_offline)
         message = exc.message if isinstance(exc, KafkaError) else f"{topic}-{partition}: {exc}"
         return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, message)
+
+    def _sync_failed(self, plog: Any, exc: Exception) -> None:
+        """LogSync: an fsync of `plog` failed; offline as any other I/O error, unless that log is no
+        longer the partition's (deleted or re-created while the fsync ran)."""
+        if self.log_manager.get(plog.topic, plog.partition) is plog:
+            log.error("%s-%d: fsync failed: %s", plog.topic, plog.partition, exc)
+            self.storage_failed(plog.topic, plog.partition, exc)
 
     def _went_offline(self, off: OfflineLog) -> None:
         """LogManager.on_offline: the partition's log is gone (an I/O error, from a request, a fetcher

@@ -236,6 +236,12 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     preallocate: bool = False
     message_downconversion_enable: bool = True
+    # flush.messages or flush.ms set: appends may have to be fsynced before their answer (log_sync).
+    # A field, not a property: the Produce path tests it on every append.
+    sync_on_append: bool = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sync_on_append", self.flush_messages < LONG_MAX or self.flush_ms < LONG_MAX)
 
     @property
     def log_append_time(self) -> bool:

@@ -13,7 +13,8 @@ watermark) and max_bytes (but at least one whole batch with min_one_batch), as K
 
 Durability: writes go to the page cache. `flush()` (blocking, callable from an executor thread while
 the loop keeps appending: it only fsyncs fds and then moves `recovery_point` forward) is due after
-flush.messages / flush.ms or a roll (`flush_due`). `open(recover=False)` after a clean shutdown trusts
+flush.messages / flush.ms or a roll (`flush_due`, the periodic pass); `sync_due` says when an append
+must be fsynced before it is answered, which log_sync's group commit does. `open(recover=False)` after a clean shutdown trusts
 the indexes (sanity checks only) and the producer snapshot at the log end; `open(recover=True)`
 recovers every segment from the one holding the recovery point: keeps the valid prefix of batches,
 truncates the torn tail, rebuilds indexes, leader epochs and producer state from batch headers
@@ -44,6 +45,7 @@ from kafkad.storage.disk_budget import UNLIMITED_GATE
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_config import LogConfig
 from kafkad.storage.log_loader import LogStats, load_segments
+from kafkad.storage.log_offline import LogIOError
 from kafkad.storage.log_types import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
@@ -113,6 +115,8 @@ class PartitionLog:
         self.recovery_point = 0
         self._last_flush_ms = clock.monotonic_ms()
         self._roll_flush_pending = False
+        self._truncations = 0  # bumped by every truncation: a flush racing one keeps the recovery point
+        self._dir_synced = False
         self._jitter = 0
         self.leader_epoch_cache = LeaderEpochCache(None)
         self.producer_state = ProducerStateManager(directory)
@@ -454,6 +458,7 @@ class PartitionLog:
         self._after_truncation(offset)
 
     def _after_truncation(self, offset: int) -> None:
+        self._truncations += 1
         self.log_end_offset = offset
         self._high_watermark = min(self._high_watermark, offset)
         self.recovery_point = min(self.recovery_point, offset)
@@ -539,13 +544,29 @@ class PartitionLog:
             or self.clock.monotonic_ms() - self._last_flush_ms >= self.config.flush_ms
         )
 
+    def sync_due(self) -> bool:
+        """Whether flush.messages / flush.ms ask that what was just appended be fsynced before it is
+        answered (log_sync). Callers test `config.sync_on_append` first: the default never asks."""
+        unflushed = self.log_end_offset - self.recovery_point
+        if unflushed <= 0:
+            return False
+        cfg = self.config
+        return (
+            unflushed >= cfg.flush_messages or self.clock.monotonic_ms() - self._last_flush_ms >= cfg.flush_ms
+        )
+
     def flush(self, up_to: int | None = None) -> int:
         """Blocking: fsync the segments holding [recovery point, up_to) and advance the recovery point.
 
         Safe on an executor thread while the loop appends: it reads a copy of the segment list and only
-        fsyncs fds; the sole write is the final `recovery_point`. Returns the new recovery point.
+        fsyncs fds (the log with fdatasync, the indexes, and the directory when a segment was created
+        since the last flush, as Kafka's LocalLog.flush); the sole write is the final `recovery_point`,
+        never past the log end read before the fsyncs and never at all if the loop truncated the log
+        meanwhile (what it covered may have been replaced). One flush at a time per log (log_sync).
+        Returns the new recovery point.
         """
         end = self.log_end_offset
+        truncations = self._truncations
         target = end if up_to is None else min(up_to, end)
         start = self.recovery_point
         self._roll_flush_pending = False
@@ -553,13 +574,31 @@ class PartitionLog:
         if target <= start:
             return start
         segments = self._segments.snapshot()
+        new_segment = False
         for i, seg in enumerate(segments):
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             if seg.base_offset < target and (next_base is None or next_base > start):
                 seg.fsync()
-        # Clamp: the loop may have truncated the log while this thread was fsyncing.
-        self.recovery_point = min(max(self.recovery_point, target), self.log_end_offset)
+                new_segment = new_segment or seg.base_offset >= start
+        if new_segment:  # the new segment files' directory entries must survive a power loss too
+            self._fsync_dirs()
+        if truncations == self._truncations:
+            self.recovery_point = min(max(self.recovery_point, target), self.log_end_offset)
         return self.recovery_point
+
+    def _fsync_dirs(self) -> None:
+        """Blocking: fsync the partition directory (and, the first time, the log dir holding it)."""
+        dirs = [self.directory] if self._dir_synced else [self.directory, self.directory.parent]
+        for d in dirs:
+            try:
+                fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise LogIOError(d, exc, transient=False) from exc
+        self._dir_synced = True
 
     def release(self) -> None:
         """Blocking: close every fd without writing anything (the log was deleted / its dir renamed).

@@ -467,7 +467,7 @@ class LogSegment:
     def fsync(self) -> None:
         """Blocking: make the log and both indexes durable. Safe from an executor thread."""
         try:
-            os.fsync(self._fd)
+            os.fdatasync(self._fd)  # data and the file size; the mtime is not worth a journal write
             self.offset_index.fsync()
             self.time_index.fsync()
         except OSError as exc:

@@ -4,6 +4,9 @@ Per partition: find the leader Partition, reject zstd below v7 (the only version
 apply), check the disk budget, append (storage validates CRC/size/sequence and patches offsets in place).
 Every partition is appended before any waiting; then acks=-1 partitions whose append the high watermark
 does not cover yet wait for it within timeout_ms (never with ISR = {this broker}: the HW follows the LEO).
+When flush.messages / flush.ms call for an fsync (`PartitionLog.sync_due`), the partition's answer also
+waits for it (storage/log_sync.py's group commit: one fdatasync covers every append that came in while
+the previous one ran); acks=0 only starts it.
 acks=0 gets no response at all. This is the small-Produce hot path: a plain function per partition (no
 coroutine), one metrics lookup per request, and a success response holding only the fields that differ from
 the schema's defaults (record_errors and error_message come from the encoder's defaults).
@@ -117,12 +120,28 @@ def _check_compression(records: memoryview) -> None:
 
 
 class _Wait(NamedTuple):
-    """An acks=-1 partition whose append the HW does not cover yet (only with followers in the ISR)."""
+    """A partition whose answer waits: acks=-1 for the HW to cover its append (only with followers in
+    the ISR), and/or for its fsync (flush.messages / flush.ms: `sync`, from LogSync)."""
 
     out: dict[str, Any]
     part: Partition
     topic: str
     last_offset: int
+    sync: asyncio.Future[None] | None = None
+    replicated: bool = True  # acks=-1: wait for the HW
+
+
+def _sync(broker: Broker, part: Partition, last_offset: int, acks: int) -> asyncio.Future[None] | None:
+    """flush.messages / flush.ms reached: the group commit's future for this append's fsync (None when
+    nothing waits: acks=0 only starts it)."""
+    plog: Any = part.log
+    log_sync = broker.replicas.log_sync
+    if not plog.sync_due():
+        return None
+    if acks == 0:
+        log_sync.schedule(plog)
+        return None
+    return log_sync.request(plog, last_offset + 1)
 
 
 def _append(
@@ -163,7 +182,14 @@ def _append(
             "log_start_offset": result.log_start_offset,
         }
         # acks=-1 waits only when the HW does not already cover the append (with ISR = {leader} it
-        # always does): wait_for would cost a Task per partition on the hot path.
+        # always does): wait_for would cost a Task per partition on the hot path. Without flush
+        # settings (Kafka's defaults) the fsync costs one attribute test here.
+        if part.log.config.sync_on_append:
+            sync = _sync(broker, part, result.last_offset, acks)
+            if sync is not None:
+                hw = acks == -1 and part.high_watermark <= result.last_offset
+                waits.append(_Wait(out, part, topic, result.last_offset, sync, hw))
+                return out
         if acks == -1 and part.high_watermark <= result.last_offset:
             waits.append(_Wait(out, part, topic, result.last_offset))
         return out
@@ -181,12 +207,21 @@ def _error_response(broker: Any, topic: str, index: int, exc: Exception) -> dict
 
 
 async def _replicated(w: _Wait, timeout_ms: int, metrics: Any) -> None:
-    """acks=-1: wait for the HW to cover `w`'s append; on failure its response becomes the error."""
+    """Wait for `w`'s fsync (if any), then with acks=-1 for the HW to cover its append; on failure its
+    response becomes the error (a failed fsync took the partition offline: KAFKA_STORAGE_ERROR)."""
     try:
-        try:
-            await asyncio.wait_for(w.part.wait_replicated(w.last_offset), timeout_ms / 1000)
-        except TimeoutError:
-            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "not replicated in time") from None
+        if w.sync is not None:
+            try:
+                await w.sync
+            except KafkaError:
+                raise
+            except Exception as e:
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{w.topic}: fsync failed: {e}") from None
+        if w.replicated:
+            try:
+                await asyncio.wait_for(w.part.wait_replicated(w.last_offset), timeout_ms / 1000)
+            except TimeoutError:
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "not replicated in time") from None
     except KafkaError as e:
         _failed(metrics, w.topic)
         index = w.out["index"]

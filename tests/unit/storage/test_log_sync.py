@@ -111,7 +111,9 @@ def test_an_offset_already_synced_needs_no_wait(tmp_path: Path) -> None:
     plog.close()
 
 
-def test_partitions_of_one_log_dir_are_synced_by_one_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_partitions_of_one_log_dir_are_synced_by_one_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     held = HeldFdatasync(os.fdatasync)
     monkeypatch.setattr(os, "fdatasync", held)
     first, logs = _log(tmp_path, "a-0"), [_log(tmp_path, f"b-{i}") for i in range(3)]

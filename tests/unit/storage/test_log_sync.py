@@ -56,6 +56,13 @@ def _append(plog: PartitionLog) -> int:
     return plog.log_end_offset
 
 
+def _record(seen: dict[int, int], offset: int, held: HeldFdatasync) -> Callable[[object], None]:
+    def done(_fut: object) -> None:
+        seen.setdefault(offset, held.calls)
+
+    return done
+
+
 async def _wait_entered(held: HeldFdatasync) -> None:
     assert await asyncio.get_running_loop().run_in_executor(None, held.entered.wait, 30)
 
@@ -79,7 +86,7 @@ def test_appends_during_an_fsync_share_the_next_one_and_wait_for_it(
             futures[end] = sync.request(plog, end)
         for offset, fut in futures.items():
             assert fut is not None
-            fut.add_done_callback(lambda _f, o=offset: seen.setdefault(o, held.calls))
+            fut.add_done_callback(_record(seen, offset, held))
         await asyncio.sleep(0)
         assert not any(f.done() for f in futures.values() if f is not None)
         assert plog.recovery_point == 0  # nothing advanced past data not yet fsynced
@@ -153,7 +160,7 @@ def test_a_failed_fsync_fails_its_waiters_and_takes_the_partition_offline(
     monkeypatch.setattr(os, "fdatasync", fdatasync)
     bad_fds.add(part.log.active_segment._fd)  # type: ignore[attr-defined]
 
-    async def scenario() -> tuple[BaseException | None, None]:
+    async def scenario() -> tuple[BaseException | None, BaseException | None]:
         part.append_as_leader(batch(1), now_ms=0, required_acks=1)
         other.append_as_leader(batch(1), now_ms=0, required_acks=1)
         failed = replicas.log_sync.request(part.log, 1)  # type: ignore[arg-type]

@@ -31,7 +31,12 @@ SESSION_TIMEOUT_MS = 6000  # the harness's zookeeper.session.timeout.ms (Kafka's
 
 
 @contextlib.contextmanager
-def cluster_env(work: Path, overrides: Mapping[str, str] | None = None) -> Iterator[KafkadCluster]:
+def cluster_env(
+    work: Path,
+    overrides: Mapping[str, str] | None = None,
+    *,
+    broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
+) -> Iterator[KafkadCluster]:
     zk = ZooKeeperServer(work / "zk")
     zk.start()
     c = KafkadCluster(
@@ -39,6 +44,7 @@ def cluster_env(work: Path, overrides: Mapping[str, str] | None = None) -> Itera
         zk.connect_string,
         3,
         overrides={"zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS), **(overrides or {})},
+        broker_overrides=broker_overrides,
         startup_timeout_s=120,
     )
     try:
@@ -51,8 +57,14 @@ def cluster_env(work: Path, overrides: Mapping[str, str] | None = None) -> Itera
         zk.stop()
 
 
-def create_topic(c: KafkadCluster, name: str, assignment: Sequence[Sequence[int]]) -> None:
-    """CreateTopics with an explicit replica assignment (partition i -> assignment[i], first = preferred)."""
+def create_topic(
+    c: KafkadCluster,
+    name: str,
+    assignment: Sequence[Sequence[int]],
+    configs: Mapping[str, str] | None = None,
+) -> None:
+    """CreateTopics with an explicit replica assignment (partition i -> assignment[i], first = preferred)
+    and topic configs."""
     body = {
         "topics": [
             {
@@ -62,7 +74,7 @@ def create_topic(c: KafkadCluster, name: str, assignment: Sequence[Sequence[int]
                 "assignments": [
                     {"partition_index": i, "broker_ids": list(rs)} for i, rs in enumerate(assignment)
                 ],
-                "configs": [],
+                "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
             }
         ],
         "timeout_ms": 120000,

@@ -23,6 +23,7 @@ import psutil
 
 from tests.bench import (
     report,
+    scenario_durability,
     scenario_failover,
     scenario_fetch,
     scenario_misc,
@@ -48,6 +49,7 @@ SCENARIOS: dict[str, Callable[[Context], None]] = {
     "failover": scenario_failover.failover,  # ZooKeeper + 3 kafkad in cluster mode (issue 10)
     "replication": scenario_replication.replication,  # same, RF 3 (issue 11)
     "reset": scenario_reset.offset_reset,  # out-of-range consumers of each Python stack (issue 15)
+    "durability": scenario_durability.durability,  # flush.messages=1 vs default, standalone and RF 3 (issue 18)
     "recovery": scenario_misc.recovery,
 }
 

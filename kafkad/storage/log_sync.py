@@ -8,11 +8,14 @@ partition at one request per disk flush; instead `LogSync` does what databases c
 - `request(plog, offset)` says "offsets below `offset` of this log must be on disk" and returns a future
   that completes once `plog.recovery_point >= offset` (None when it already is); `schedule(plog)` asks
   the same up to the log end with nobody waiting (the periodic flush pass, acks=0 produces).
-- Logs are grouped by disk (their log dir). Per disk at most ONE sync job runs at a time, on an executor
-  thread: it walks every log that asked since the previous job started and calls `PartitionLog.flush()`
-  on each (one fdatasync per segment written to, the indexes, the directory when a segment was created),
-  which fsyncs up to the log end it reads *on the thread*, so everything appended while the previous job
-  ran, by any number of requests, is covered by the one new fsync.
+- Logs are grouped by disk (the filesystem of their log dir: log dirs on one device share a group). Per
+  disk at most ONE sync job runs at a time, on an executor thread: it walks every log that asked since
+  the previous job started and calls `PartitionLog.flush()` on each (one fdatasync per segment written
+  to, the indexes, the directory when a segment was created), which fsyncs up to the log end it reads
+  *on the thread*, so everything appended while the previous job ran, by any number of requests, is
+  covered by the one new fsync.
+- The daemon lowers the GIL switch interval (daemon/main.py): the job's thread must take the GIL back
+  from the busy loop thread after each syscall, which took up to 5 ms per syscall at Python's default.
 - When the job ends (back on the loop) every waiter whose offset the new recovery point covers completes;
   a log that got more requests meanwhile is in the next job, started at once.
 
@@ -37,6 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -110,7 +115,8 @@ class LogSync:
     ) -> None:
         self.on_error = on_error
         self._flush = flush
-        self._disks: dict[str, _Disk] = {}
+        self._disks: dict[object, _Disk] = {}
+        self._disk_of: weakref.WeakKeyDictionary[PartitionLog, _Disk] = weakref.WeakKeyDictionary()
         self.stats = SyncStats()
         self._closed = False
 
@@ -140,10 +146,17 @@ class LogSync:
             self._start(disk)
 
     def _disk(self, plog: PartitionLog) -> _Disk:
-        key = str(plog.directory.parent)
-        disk = self._disks.get(key)
+        """The group of `plog`'s filesystem (st_dev of its log dir, looked up once per log)."""
+        disk = self._disk_of.get(plog)
         if disk is None:
-            disk = self._disks[key] = _Disk()
+            try:
+                key: object = os.stat(plog.directory.parent).st_dev
+            except OSError:  # the fsync will report what is wrong with it
+                key = str(plog.directory.parent)
+            disk = self._disks.get(key)
+            if disk is None:
+                disk = self._disks[key] = _Disk()
+            self._disk_of[plog] = disk
         return disk
 
     @property

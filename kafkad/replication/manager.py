@@ -79,7 +79,7 @@ class ReplicaManager:
         # Kafka's ReplicaManager.getPartitionOrError; standalone: None, UNKNOWN_TOPIC_OR_PARTITION
         self.cluster_has: Callable[[str, int], bool] | None = None
         # flush.messages / flush.ms: appends fsynced before their answer (leader) or next fetch (follower)
-        self.log_sync = LogSync(on_error=self._sync_failed)
+        self.log_sync = LogSync(on_error=self._sync_failed, on_synced=self._synced)
 
     def load_from_logs(self) -> int:
         """Wrap every loaded log (after LogManager.load) as a leader partition."""
@@ -87,7 +87,7 @@ class ReplicaManager:
             key = (plog.topic, plog.partition)
             if key not in self._partitions:
                 self._loaded_hw[key] = plog.high_watermark
-                self._partitions[key] = Partition(plog, self.broker_id)
+                self._partitions[key] = Partition(plog, self.broker_id, log_sync=self.log_sync)
         for off in self.log_manager.offline_logs():
             self._offline[(off.topic, off.partition)] = off
         return len(self._partitions)
@@ -171,7 +171,7 @@ class ReplicaManager:
     def _add_for_controller(self, topic: str, index: int) -> Partition:
         overrides = self.topic_overrides(topic) if self.topic_overrides is not None else None
         plog = self.log_manager.create_partition(topic, index, overrides or None)
-        part = Partition(plog, self.broker_id)
+        part = Partition(plog, self.broker_id, log_sync=self.log_sync)
         part.become_follower(-1, -1)
         self._partitions[(topic, index)] = part
         return part
@@ -338,6 +338,12 @@ class ReplicaManager:
         message = exc.message if isinstance(exc, KafkaError) else f"{topic}-{partition}: {exc}"
         return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, message)
 
+    def _synced(self, plog: Any) -> None:
+        """LogSync moved `plog`'s recovery point: its partition's HW may have waited for that."""
+        part = self._partitions.get((plog.topic, plog.partition))
+        if part is not None and part.log is plog:
+            part.synced()
+
     def _sync_failed(self, plog: Any, exc: Exception) -> None:
         """LogSync: an fsync of `plog` failed; offline as any other I/O error, unless that log is no
         longer the partition's (deleted or re-created while the fsync ran)."""
@@ -403,7 +409,7 @@ class ReplicaManager:
 
     def _add(self, topic: str, index: int, overrides: Mapping[str, str] | None) -> None:
         plog = self.log_manager.create_partition(topic, index, overrides or None)
-        self._partitions[(topic, index)] = Partition(plog, self.broker_id)
+        self._partitions[(topic, index)] = Partition(plog, self.broker_id, log_sync=self.log_sync)
 
     def delete_topic(self, topic: str) -> None:
         parts = self.partitions_of(topic)

@@ -10,6 +10,11 @@ reaches the HW; `maybe_shrink_isr` drops followers that have not caught up withi
 Both ISR changes go through the `IsrUpdater` (a conditional write of the partition state znode on the
 zkVersion this leader knows); the leader changes nothing itself but the ISR and zkVersion written.
 
+With flush.messages / flush.ms, an append that makes an fsync due starts it (storage/log_sync.py) and the
+HW stays at the log's recovery point until that fsync is done, so the HW, and with it every acks=all
+answer and what consumers read, only covers records fsynced on the leader (and on the followers, which
+fsync before their next fetch reports them).
+
 Runs on the event loop; never blocks (appends write through the page cache).
 """
 
@@ -20,10 +25,13 @@ import contextlib
 import enum
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.replication.isr import IsrUpdater, LeaderAndIsr
+
+if TYPE_CHECKING:
+    from kafkad.storage.log_sync import LogSync
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +48,8 @@ class PartitionLogLike(Protocol):
     def log_start_offset(self) -> int: ...
     @property
     def log_end_offset(self) -> int: ...
+    @property
+    def recovery_point(self) -> int: ...
     @property
     def high_watermark(self) -> int: ...
     @high_watermark.setter
@@ -81,7 +91,9 @@ class FollowerState:
 
 
 class Partition:
-    def __init__(self, log: PartitionLogLike, broker_id: int, *, leader_epoch: int = 0) -> None:
+    def __init__(
+        self, log: PartitionLogLike, broker_id: int, *, leader_epoch: int = 0, log_sync: LogSync | None = None
+    ) -> None:
         self.log = log
         self.broker_id = broker_id
         self.role = Role.LEADER
@@ -98,6 +110,13 @@ class Partition:
         self._hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
         self.offline = False  # its log failed: the ReplicaManager dropped it; no wait may park here
+        # flush.messages / flush.ms (storage/log_sync.py): an append that makes an fsync due starts it here;
+        # `pending_sync` is its future (read by the produce handler right after the append), and the HW
+        # stays at the recovery point until the fsync covered `_sync_hold`, so the HW never covers records
+        # the leader was due to fsync and has not.
+        self.log_sync = log_sync
+        self.pending_sync: asyncio.Future[None] | None = None
+        self._sync_hold = 0
         self._advance_hw()
 
     @property
@@ -157,6 +176,7 @@ class Partition:
             for r in self.replicas
             if r != self.broker_id
         }
+        self._sync_hold = 0  # what it appended as a follower was synced before its fetches reported it
         self._advance_hw()
 
     def become_follower(
@@ -299,6 +319,9 @@ class Partition:
                 )
         log = self.log
         result = log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        if log.config.sync_on_append:  # flush settings (Kafka's defaults: this test only)
+            self._synced_append(result.last_offset, required_acks)
+            return result
         isr = self.isr
         if len(isr) == 1 and isr[0] == self.broker_id:
             # _advance_hw inlined for ISR = {self} (every standalone partition): the HW is the LEO.
@@ -312,6 +335,27 @@ class Partition:
         if self._data_waiters:  # followers fetch beyond the HW (empty checks: once per produce)
             self._wake_data_waiters()
         return result
+
+    def _synced_append(self, last_offset: int, required_acks: int) -> None:
+        """After an append to a log with flush settings: start its fsync if they call for one now (acks=0:
+        nobody waits for it), hold the HW at the recovery point until it is done, wake waiters."""
+        log: Any = self.log
+        self.pending_sync = None
+        sync = self.log_sync
+        if sync is not None and log.sync_due():
+            self._sync_hold = max(self._sync_hold, last_offset + 1)
+            if required_acks == 0:
+                sync.schedule(log)
+            else:
+                self.pending_sync = sync.request(log, last_offset + 1)
+        self._advance_hw()
+        if self._data_waiters:
+            self._wake_data_waiters()
+
+    def synced(self) -> None:
+        """LogSync fsynced this log further: the HW held by `_sync_hold` may move."""
+        if self._sync_hold:
+            self._advance_hw()
 
     async def wait_replicated(self, last_offset: int) -> None:
         """acks=-1: return once the high watermark covers `last_offset` (Kafka's DelayedProduce); raises
@@ -397,6 +441,9 @@ class Partition:
                 if r != self.broker_id:
                     state = followers.get(r)
                     new_hw = min(new_hw, state.leo if state is not None else -1)
+        hold = self._sync_hold
+        if hold and hold > log.recovery_point:  # an fsync the leader owes (flush settings) is not done
+            new_hw = min(new_hw, log.recovery_point)
         if new_hw > log.high_watermark:
             log.high_watermark = new_hw
             if self._hw_waiters:

@@ -16,8 +16,9 @@ partition at one request per disk flush; instead `LogSync` does what databases c
   covered by the one new fsync.
 - The daemon lowers the GIL switch interval (daemon/main.py): the job's thread must take the GIL back
   from the busy loop thread after each syscall, which took up to 5 ms per syscall at Python's default.
-- When the job ends (back on the loop) every waiter whose offset the new recovery point covers completes;
-  a log that got more requests meanwhile is in the next job, started at once.
+- When the job ends (back on the loop) `on_synced(plog)` hears of every log whose recovery point moved
+  (the partition's HW may have waited for it), then every waiter whose offset the new recovery point
+  covers completes; a log that got more requests meanwhile is in the next job, started at once.
 
 The recovery point only moves in `PartitionLog.flush`, after its fsyncs returned (and never past a
 truncation that raced them), so it never covers data that was not fsynced; the recovery-point checkpoint
@@ -58,6 +59,7 @@ __all__ = ["LogSync", "SyncStats"]
 # (log, its recovery point before, after, the error or None): one per log a job walked.
 _Result = tuple["PartitionLog", int, int, Exception | None]
 ErrorHook = Callable[["PartitionLog", Exception], object]
+SyncedHook = Callable[["PartitionLog"], object]
 Flush = Callable[["PartitionLog"], int]
 
 
@@ -111,9 +113,11 @@ class LogSync:
         self,
         *,
         on_error: ErrorHook | None = None,
+        on_synced: SyncedHook | None = None,
         flush: Flush = _flush,
     ) -> None:
         self.on_error = on_error
+        self.on_synced = on_synced
         self._flush = flush
         self._disks: dict[object, _Disk] = {}
         self._disk_of: weakref.WeakKeyDictionary[PartitionLog, _Disk] = weakref.WeakKeyDictionary()
@@ -198,6 +202,8 @@ class LogSync:
             if after > before:
                 stats.fsyncs += 1
                 stats.records += after - before
+                if self.on_synced is not None:
+                    self.on_synced(plog)
             self._complete(disk, plog)
         if disk.pending and not self._closed:
             self._start(disk)

@@ -4,9 +4,9 @@ Per partition: find the leader Partition, reject zstd below v7 (the only version
 apply), check the disk budget, append (storage validates CRC/size/sequence and patches offsets in place).
 Every partition is appended before any waiting; then acks=-1 partitions whose append the high watermark
 does not cover yet wait for it within timeout_ms (never with ISR = {this broker}: the HW follows the LEO).
-When flush.messages / flush.ms call for an fsync (`PartitionLog.sync_due`), the partition's answer also
-waits for it (storage/log_sync.py's group commit: one fdatasync covers every append that came in while
-the previous one ran); acks=0 only starts it.
+When flush.messages / flush.ms call for an fsync (`PartitionLog.sync_due`), `Partition.append_as_leader`
+starts it (storage/log_sync.py's group commit: one fdatasync covers every append that came in while the
+previous one ran) and the partition's answer waits for it (`Partition.pending_sync`); acks=0 only starts it.
 acks=0 gets no response at all. This is the small-Produce hot path: a plain function per partition (no
 coroutine), one metrics lookup per request, and a success response holding only the fields that differ from
 the schema's defaults (record_errors and error_message come from the encoder's defaults).
@@ -131,19 +131,6 @@ class _Wait(NamedTuple):
     replicated: bool = True  # acks=-1: wait for the HW
 
 
-def _sync(broker: Broker, part: Partition, last_offset: int, acks: int) -> asyncio.Future[None] | None:
-    """flush.messages / flush.ms reached: the group commit's future for this append's fsync (None when
-    nothing waits: acks=0 only starts it)."""
-    plog: Any = part.log
-    log_sync = broker.replicas.log_sync
-    if not plog.sync_due():
-        return None
-    if acks == 0:
-        log_sync.schedule(plog)
-        return None
-    return log_sync.request(plog, last_offset + 1)
-
-
 def _append(
     broker: Broker,
     version: int,
@@ -184,8 +171,8 @@ def _append(
         # acks=-1 waits only when the HW does not already cover the append (with ISR = {leader} it
         # always does): wait_for would cost a Task per partition on the hot path. Without flush
         # settings (Kafka's defaults) the fsync costs one attribute test here.
-        if part.log.config.sync_on_append:
-            sync = _sync(broker, part, result.last_offset, acks)
+        if part.log.config.sync_on_append:  # the fsync append_as_leader started, if flush settings asked
+            sync = part.pending_sync
             if sync is not None:
                 hw = acks == -1 and part.high_watermark <= result.last_offset
                 waits.append(_Wait(out, part, topic, result.last_offset, sync, hw))

@@ -12,6 +12,7 @@ from kafkad.replication.partition import Partition, Role
 @dataclass
 class Cfg:
     min_insync_replicas: int = 1
+    sync_on_append: bool = False  # no flush settings (the group commit has its own tests)
 
 
 @dataclass
@@ -22,6 +23,7 @@ class FakeLog:
     log_start_offset: int = 0
     log_end_offset: int = 0
     high_watermark: int = 0
+    recovery_point: int = 0
     reads: list[tuple[int, int, Any]] = field(default_factory=list)
 
     def append(self, records: memoryview, **kwargs: Any) -> tuple[int, int]:

@@ -26,15 +26,20 @@ from tests.unit.storage.log_manager_support import batch, make
 
 
 class HeldFdatasync:
-    """os.fdatasync, counted; the first call waits until `release()` (it tells `entered` first)."""
+    """os.fdatasync of files under `root`, counted; the first call waits until `release()` (it tells
+    `entered` first). Other files (a thread another test left running) pass straight through."""
 
-    def __init__(self, real: Callable[[int], None]) -> None:
+    def __init__(self, real: Callable[[int], None], root: Path) -> None:
         self.real = real
+        self.root = str(root)
         self.calls = 0
         self.entered = threading.Event()
         self.gate = threading.Event()
 
     def __call__(self, fd: int) -> None:
+        if not os.readlink(f"/proc/self/fd/{fd}").startswith(self.root):
+            self.real(fd)
+            return
         if not self.entered.is_set():
             self.entered.set()
             assert self.gate.wait(30), "the test never released the first fdatasync"
@@ -70,7 +75,7 @@ async def _wait_entered(held: HeldFdatasync) -> None:
 def test_appends_during_an_fsync_share_the_next_one_and_wait_for_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldFdatasync(os.fdatasync)
+    held = HeldFdatasync(os.fdatasync, tmp_path)
     monkeypatch.setattr(os, "fdatasync", held)
     plog = _log(tmp_path)
     sync = LogSync()
@@ -121,7 +126,7 @@ def test_an_offset_already_synced_needs_no_wait(tmp_path: Path) -> None:
 def test_partitions_of_one_log_dir_are_synced_by_one_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldFdatasync(os.fdatasync)
+    held = HeldFdatasync(os.fdatasync, tmp_path)
     monkeypatch.setattr(os, "fdatasync", held)
     first, logs = _log(tmp_path, "a-0"), [_log(tmp_path, f"b-{i}") for i in range(3)]
     sync = LogSync()
@@ -183,7 +188,7 @@ def test_a_truncation_during_the_fsync_keeps_the_recovery_point(
 ) -> None:
     """A follower truncated (and appended anew) while its fsync ran: the fsync covered the old bytes,
     so the recovery point must not move over the new ones; their waiter gets the next fsync."""
-    held = HeldFdatasync(os.fdatasync)
+    held = HeldFdatasync(os.fdatasync, tmp_path)
     monkeypatch.setattr(os, "fdatasync", held)
     plog = _log(tmp_path)
     for _ in range(3):

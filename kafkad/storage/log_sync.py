@@ -34,7 +34,7 @@ Concurrency contract: every method runs on the event loop (futures, bookkeeping)
 `PartitionLog.flush` is safe on a thread while the loop appends (see partition_log). All flushes of a
 broker's logs go through one LogSync (the periodic flush pass too, with `schedule`), so two threads
 never flush one log at once. Logs not asking for flushes never enter this module: the default (no flush
-settings) Produce path does no more than one attribute test (`LogConfig.sync_on_append`).
+settings) Produce path only tests `LogConfig.sync_on_append` (in Partition.append_as_leader and the handler).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ loaded, registered), else 503 "unavailable". Anything else is 404; non-GET/HEAD 
 
 `OpsRuntime` bundles what the daemon starts once for operations: the sd_notify `Notifier` and its
 watchdog task, `BrokerMetrics` with its loop-lag monitor, and this endpoint, with the readiness gate
-(/healthz is 503 until `ready()` and again from `stopping()`).
+(/healthz is 503 until `ready()` and again from `stopping()`). Without metrics listeners (and without
+a caller that keeps them, the bridge) nothing could read the metrics: none are kept, and neither
+prometheus_client nor psutil is imported (~3.5 MB of an idle broker's RSS).
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ import logging
 import ssl
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from prometheus_client import CONTENT_TYPE_LATEST
-
-from kafkad.daemon.metrics import BrokerMetrics
 from kafkad.daemon.sdnotify import Notifier, start_watchdog
+
+if TYPE_CHECKING:
+    from kafkad.daemon.metrics import BrokerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +70,9 @@ class OpsHttpServer:
         self._healthy = healthy
         self._listeners = [parse_listener(u) for u in listeners]
         self._servers: list[asyncio.Server] = []
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        self._content_type = CONTENT_TYPE_LATEST
 
     async def start(self) -> None:
         for lst in self._listeners:
@@ -123,7 +129,7 @@ class OpsHttpServer:
         if method not in ("GET", "HEAD"):
             return "405 Method Not Allowed", "text/plain", b"method not allowed\n", False
         if path == "/metrics":
-            return "200 OK", CONTENT_TYPE_LATEST, self._metrics.exposition(), head_only
+            return "200 OK", self._content_type, self._metrics.exposition(), head_only
         if path == "/healthz":
             try:
                 ok = self._healthy()
@@ -166,12 +172,18 @@ class OpsRuntime:
         metrics: BrokerMetrics | None = None,
         loop_lag_interval: float = 0.5,
         ssl_context: ssl.SSLContext | None = None,
+        keep_metrics: bool = False,
     ) -> None:
         self._ssl = ssl_context
         self.notifier = Notifier() if notifier is None else notifier
-        self.metrics = BrokerMetrics() if metrics is None else metrics
         self._healthy = healthy
         self._listeners = tuple(metrics_listeners)
+        # None: no listener serves them and no caller keeps them (keep_metrics): nothing is counted.
+        self.metrics: BrokerMetrics | None = metrics
+        if metrics is None and (self._listeners or keep_metrics):
+            from kafkad.daemon.metrics import BrokerMetrics
+
+            self.metrics = BrokerMetrics()
         self._loop_lag_interval = loop_lag_interval
         self._ready = False
         self._stopping = False
@@ -185,8 +197,10 @@ class OpsRuntime:
         watchdog = start_watchdog(self.notifier)
         if watchdog is not None:
             self._tasks.append(watchdog)
-        self._tasks.append(self.metrics.start_loop_lag_monitor(self._loop_lag_interval))
+        if self.metrics is not None:
+            self._tasks.append(self.metrics.start_loop_lag_monitor(self._loop_lag_interval))
         if self._listeners:
+            assert self.metrics is not None  # made in __init__ when there are listeners
             self.http = await start_ops_server(self.metrics, self.is_healthy, self._listeners, self._ssl)
 
     def status(self, text: str) -> None:

@@ -154,7 +154,13 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     from kafkad.security.runtime import SecurityRuntime
 
     security = SecurityRuntime(config.security, Path(config.storage.log_dirs[0]))
-    ops = OpsRuntime(config.metrics.listeners, ssl_context=security.tls_context(METRICS_TLS))
+    # The bridge registers its own collectors, so it keeps the metrics even without a listener.
+    ops = OpsRuntime(
+        config.metrics.listeners,
+        ssl_context=security.tls_context(METRICS_TLS),
+        keep_metrics=config.bridge.enabled,
+    )
+    metrics = ops.metrics  # None: nothing serves them (no metrics.listeners), none are counted
     await ops.start()
     ops.status("loading logs")
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -206,7 +212,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     producer_ids = ProducerIdManager(dirs, config.server.producer_id_block_size)
     await loop.run_in_executor(None, producer_ids.load)
     broker = Broker(config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id)
-    broker.services["metrics"] = ops.metrics
+    if metrics is not None:
+        broker.services["metrics"] = metrics
     broker.services[DYNAMIC_SERVICE] = DynamicBrokerConfig(broker, static_config, dyn_store, dyn_entities)
     broker.services["security"] = security
     broker.authorizer = security.authorizer
@@ -215,17 +222,18 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             loop.add_signal_handler(signal.SIGHUP, security.reload_tls)
         except (NotImplementedError, RuntimeError, ValueError) as e:
             log.warning("cannot handle SIGHUP (certificate reload): %s", e)
-    ops.metrics.bind(
-        partition_count=lambda: len(replicas.all_partitions()),
-        leader_count=lambda: sum(1 for p in replicas.all_partitions() if p.is_leader),
-        # Kafka's UnderReplicatedPartitions: partitions this broker leads whose ISR lacks a replica
-        under_replicated=lambda: sum(
-            1 for p in replicas.all_partitions() if p.is_leader and len(p.isr) < len(p.replicas)
-        ),
-        log_dirs=dirs,
-        offline_logs=lambda: [(o.topic, o.partition, o.path) for o in replicas.offline_partitions()],
-        log_sync=replicas.log_sync.stats,
-    )
+    if metrics is not None:
+        metrics.bind(
+            partition_count=lambda: len(replicas.all_partitions()),
+            leader_count=lambda: sum(1 for p in replicas.all_partitions() if p.is_leader),
+            # Kafka's UnderReplicatedPartitions: partitions this broker leads whose ISR lacks a replica
+            under_replicated=lambda: sum(
+                1 for p in replicas.all_partitions() if p.is_leader and len(p.isr) < len(p.replicas)
+            ),
+            log_dirs=dirs,
+            offline_logs=lambda: [(o.topic, o.partition, o.path) for o in replicas.offline_partitions()],
+            log_sync=replicas.log_sync.stats,
+        )
     replication = None
     if not config.standalone:
         from kafkad.daemon.replication_service import start_replication
@@ -235,6 +243,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     if gate is not None:  # after replication: in a cluster, only leaders ship (positions in ZooKeeper)
         from kafkad.daemon.bridge_service import start_bridge
 
+        assert metrics is not None  # keep_metrics=bridge.enabled
+
         bridge = start_bridge(
             config.bridge,
             log_manager,
@@ -242,7 +252,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             gate,
             cluster_id=cluster_id,
             loop=loop,
-            registry=ops.metrics.registry,
+            registry=metrics.registry,
             status=lambda text: ops.status(f"{serving}; {text}"),
             cluster=(cluster.zk, replicas, broker_id) if cluster is not None else None,
         )
@@ -251,12 +261,12 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         from kafkad.security.api_acls import authorizing_registry
 
         handlers = authorizing_registry(handlers)  # ACL checks wrap the handlers (none without an authorizer)
-    dispatcher = Dispatcher(broker, handlers, on_request=ops.metrics.record_api)
+    dispatcher = Dispatcher(broker, handlers, on_request=metrics.record_api if metrics else None)
     server = Server(
         dispatcher,
         config.socket,
-        on_open=ops.metrics.connection_opened,
-        on_close=ops.metrics.connection_closed,
+        on_open=metrics.connection_opened if metrics else None,
+        on_close=metrics.connection_closed if metrics else None,
         security=security if not config.security.plaintext_only else None,
     )
     watcher = await _watch_interfaces(config, broker, server)

@@ -33,7 +33,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from crc32c import crc32c
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
@@ -43,6 +42,7 @@ from kafkad.spark_bridge.damaged import marker
 from kafkad.spark_bridge.landing import LandingStore, open_landing
 from kafkad.spark_bridge.manifest import Manifest
 from kafkad.spark_bridge.plan import SegmentPiece, StreamKey, assign, pack, plan_pieces
+from kafkad.storage.crc import crc32c
 
 SCHEMA_DDL = (
     "site string, cluster_id string, topic string, partition int, offset long, timestamp timestamp, timestamp_type int, "

@@ -27,8 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from crc32c import crc32c
-
+from kafkad.storage.crc import crc32c
 from kafkad.storage.records import TimestampType, iter_headers
 
 MANIFEST_SUFFIX = ".manifest.json"

@@ -37,9 +37,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crc32c import crc32c
-
 from kafkad.protocol.errors import KafkaError
+from kafkad.storage.crc import crc32c
 from kafkad.storage.offset_index import OffsetIndex
 from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, Record, decode_batch, read_header
 from kafkad.storage.records.batch import (

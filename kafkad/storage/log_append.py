@@ -13,9 +13,8 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING
 
-from crc32c import crc32c
-
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage.crc import crc32c
 from kafkad.storage.log_types import AppendOrigin, AppendResult
 from kafkad.storage.records import patch_offset_and_epoch, set_log_append_time, validate_client_batches
 from kafkad.storage.records.batch import (

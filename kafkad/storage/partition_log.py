@@ -36,11 +36,10 @@ import os
 import random
 from pathlib import Path
 
-from crc32c import crc32c
-
 from kafkad.clock import Clock
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage import cleaner_segments, log_append, log_restore, log_retention
+from kafkad.storage.crc import crc32c
 from kafkad.storage.disk_budget import UNLIMITED_GATE
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_config import LogConfig

@@ -35,10 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
-from crc32c import crc32c
-
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.checkpoints import remove_quietly, write_atomic
+from kafkad.storage.crc import crc32c
 from kafkad.storage.records import BatchHeader
 from kafkad.storage.records.batch import CONTROL_FLAG, TRANSACTIONAL_FLAG, increment_sequence
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, NoReturn
 
-from crc32c import crc32c
-
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage.crc import crc32c
 from kafkad.storage.records.batch import ATTRIBUTES_OFFSET, BATCH_OVERHEAD, HEADER_STRUCT, LOG_OVERHEAD, MAGIC
 
 if TYPE_CHECKING:

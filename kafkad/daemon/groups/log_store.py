@@ -29,13 +29,12 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from crc32c import crc32c
-
 from kafkad.clock import Clock
 from kafkad.daemon.groups.config import OFFSETS_TOPIC
 from kafkad.daemon.groups.records import partition_for
 from kafkad.daemon.groups.store import KeyValue
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage.crc import crc32c
 from kafkad.storage.records import decode_batch, iter_headers
 from kafkad.storage.records.batch import (
     ATTRIBUTES_OFFSET,

@@ -21,9 +21,8 @@ import struct
 from enum import IntEnum
 from typing import NamedTuple
 
-from crc32c import crc32c
-
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage.crc import crc32c
 
 BATCH_OVERHEAD = 61
 # baseOffset + batchLength: the part of a batch not counted by batchLength.

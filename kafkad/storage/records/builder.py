@@ -12,8 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from crc32c import crc32c
-
+from kafkad.storage.crc import crc32c
 from kafkad.storage.records.batch import (
     ATTRIBUTES_OFFSET,
     BATCH_OVERHEAD,

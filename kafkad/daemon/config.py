@@ -31,10 +31,10 @@ from kafkad.daemon.config_table import KEYS, KEYS_BY_NAME
 from kafkad.daemon.properties import PropertiesSyntaxError, parse_properties
 from kafkad.election.zk_security import NO_SECURITY, ZkSecurity, build_zk_security
 from kafkad.security.settings import SecurityConfig, SecurityConfigError, build_security, pattern_key_base
-from kafkad.spark_bridge.manifest import valid_site
 from kafkad.spark_bridge.s3 import S3Options, split_endpoint
 
 if TYPE_CHECKING:
+    from kafkad.security.settings import TlsSettings
     from kafkad.storage.log_config import LogConfig
     from kafkad.storage.log_manager_config import LogManagerConfig
 
@@ -309,6 +309,13 @@ def _security_pattern_key(name: str, origin: Origin) -> ConfigKey:
     return ConfigKey(name, known.type, None, known.doc, known.importance, known.validators, "security")
 
 
+def _build_tls_context(t: TlsSettings) -> object:
+    """Checks TLS settings by building their context; a config without TLS never imports the TLS code."""
+    from kafkad.security.tls import build_context
+
+    return build_context(t)
+
+
 def _err(settings: Mapping[str, Setting], key: str, message: str) -> ConfigError:
     o = settings[key].origin
     return ConfigError(
@@ -358,10 +365,8 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
         raise _err(s, "listeners", "at least one listener is required")
     advertised = tuple(parse_listener(x) for x in lst("advertised.listeners")) or listeners
     try:
-        from kafkad.security.tls import build_context
-
         security = build_security(
-            {name: st.value for name, st in s.items()}, tuple(x.name for x in listeners), build_context
+            {name: st.value for name, st in s.items()}, tuple(x.name for x in listeners), _build_tls_context
         )
     except SecurityConfigError as e:
         raise _err(s, e.key, e.message) if e.key in s else ConfigError(e.message, key=e.key) from None
@@ -376,8 +381,11 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
     if b("bridge.enabled") and opt_s("bridge.landing.dir") is None:
         raise _err(s, "bridge.enabled", "bridge.landing.dir must be set when the bridge is enabled")
     site = opt_s("bridge.site")
-    if site is not None and not valid_site(site):
-        raise _err(s, "bridge.site", "use letters, digits, '.', '_' and '-' only")
+    if site is not None:
+        from kafkad.spark_bridge.manifest import valid_site  # the bridge's code only when it is configured
+
+        if not valid_site(site):
+            raise _err(s, "bridge.site", "use letters, digits, '.', '_' and '-' only")
     endpoint = opt_s("bridge.s3.endpoint.url")
     if endpoint is not None:
         try:

@@ -16,9 +16,9 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 from kafkad.security.acl import Operation
 from kafkad.security.authz import require_cluster
-from kafkad.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted
 
-_IDS = {v: k for k, v in MECHANISM_IDS.items()}
+# kafkad.security.scram (hashlib, hmac, secrets) is imported by the requests that use it: a broker
+# without SASL listeners that is never asked about credentials does not load it.
 
 
 def _store(ctx: RequestContext) -> Any:
@@ -31,7 +31,10 @@ def _describe_error(_request: Request, code: ErrorCode) -> Mapping[str, Any]:
 
 @handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, error_body=_describe_error)
 async def describe(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    from kafkad.security.scram import MECHANISM_IDS
+
     require_cluster(ctx, Operation.DESCRIBE)
+    ids = {v: k for k, v in MECHANISM_IDS.items()}
     known = _store(ctx).describe()
     users = request.body.get("users")
     names = sorted(known) if users is None else [u["name"] for u in users]
@@ -56,7 +59,7 @@ async def describe(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             {
                 **_result(name, None, None),
                 "credential_infos": [
-                    {"mechanism": _IDS[m], "iterations": it} for m, it in sorted(mechs.items())
+                    {"mechanism": ids[m], "iterations": it} for m, it in sorted(mechs.items())
                 ],
             }
         )
@@ -87,6 +90,8 @@ def _alter_error(request: Request, code: ErrorCode) -> Mapping[str, Any]:
 
 @handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, error_body=_alter_error)
 async def alter(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    from kafkad.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted
+
     require_cluster(ctx, Operation.ALTER)
     store = _store(ctx)
     body = request.body

@@ -9,7 +9,6 @@ subsystem; storage's LogConfig/LogManagerConfig are built from it on demand.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -228,6 +227,8 @@ _TOPIC_SOURCES: dict[str, tuple[str, ...]] = {
 
 
 def _suggest(name: str) -> str:
+    import difflib  # only for a key kafkad does not know: not on every startup
+
     close = difflib.get_close_matches(name, KEYS_BY_NAME, n=1, cutoff=0.75)
     return f" (did you mean {close[0]}?)" if close else ""
 

@@ -26,6 +26,7 @@ from tests.bench import (
     scenario_durability,
     scenario_failover,
     scenario_fetch,
+    scenario_memory,
     scenario_misc,
     scenario_produce,
     scenario_replication,
@@ -40,7 +41,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 
 # Order matters: idle memory first (fresh broker), recovery last (it stops the main broker to free RAM).
 SCENARIOS: dict[str, Callable[[Context], None]] = {
-    "memory": scenario_produce.memory_idle,
+    "memory": scenario_memory.memory,  # fresh brokers, a bare uvloop interpreter, a ZooKeeper cluster
     "produce": scenario_produce.produce_matrix,
     "small": scenario_produce.small_requests,
     "partitions": scenario_produce.partitions,

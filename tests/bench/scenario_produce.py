@@ -191,14 +191,6 @@ def _memory_with_partitions(ctx: Context) -> None:
     ctx.rows.append(Row("memory", "RSS idle with 1000 partitions", kf, bf, "sink", ratio("", kf, bf)))
 
 
-def memory_idle(ctx: Context) -> None:
-    """Measurement 6: RSS of the freshly started broker (before any load)."""
-    k = [ctx.kafkad.rss_bytes() / 1e6 for _ in range(ctx.settings.runs)]
-    b = [ctx.baseline.rss_bytes() / 1e6 for _ in range(ctx.settings.runs)]
-    kf, bf = figure("rss idle", "MB", k), figure("sink rss idle", "MB", b)
-    ctx.rows.append(Row("memory", "RSS idle", kf, bf, "sink", ratio("", kf, bf), Goal("<=", 50)))
-
-
 def small_requests(ctx: Context) -> None:
     """Measurement 2: one record per Produce, 64 connections, one request in flight each."""
     conns = 64

@@ -50,18 +50,15 @@ def field_codec(f: Field, version: int, flexible: bool) -> tuple[p.Reader, p.Wri
 # Compiled structs by (fields, flexible, what `version` makes of each field): consecutive versions of an
 # API mostly decode the same way, and sharing their functions keeps the idle broker ~2 MB smaller. The
 # fields tuple is kept in the value so that its id cannot be reused while the entry lives.
-_COMPILED: dict[tuple[int, bool, tuple[Any, ...]], tuple[tuple[Field, ...], StructReader, StructWriter]] = {}
+_COMPILED: dict[tuple[int, bool, str], tuple[tuple[Field, ...], StructReader, StructWriter]] = {}
 
 
-def _shape(fields: tuple[Field, ...], version: int, flexible: bool) -> tuple[Any, ...]:
-    """All that compile_struct reads from `version`: each field's presence, taggedness, nullability."""
-    return tuple(
-        (
-            f.present(version),
-            flexible and f.is_tagged(version),
-            f.is_nullable(version),
-            _shape(f.fields, version, flexible) if f.fields else (),
-        )
+def _shape(fields: tuple[Field, ...], version: int, flexible: bool) -> str:
+    """All that compile_struct reads from `version`, as a short string: per field one digit (present 1,
+    tagged 2, nullable 4), then its nested fields' shape in parentheses."""
+    return "".join(
+        str(int(f.present(version)) + 2 * (flexible and f.is_tagged(version)) + 4 * f.is_nullable(version))
+        + (f"({_shape(f.fields, version, flexible)})" if f.fields else "")
         for f in fields
     )
 

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkad.security.settings import SecurityConfigError
-from kafkad.security.tls import _IANA_TO_OPENSSL  # Kafka's IANA suite names -> OpenSSL's
 
 if TYPE_CHECKING:
     from kafkad.daemon.config_defs import ConfigValue
@@ -221,6 +220,9 @@ def _tls(values: Mapping[str, ConfigValue]) -> ZkTls | None:
     )
     suites = values.get("zookeeper.ssl.cipher.suites")
     if isinstance(suites, list) and suites:
+        # Kafka's IANA suite names -> OpenSSL's (kafkad.security.tls: only a ZooKeeper TLS config loads it)
+        from kafkad.security.tls import _IANA_TO_OPENSSL
+
         try:
             ctx.set_ciphers(":".join(_IANA_TO_OPENSSL.get(c, c) for c in suites))
         except ssl.SSLError:

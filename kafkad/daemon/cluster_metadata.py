@@ -169,8 +169,13 @@ async def _create_offsets_topic(broker: Broker) -> ErrorCode:
 
 
 async def find_coordinator(ctx: RequestContext, cache: MetadataCache, key: str) -> dict[str, Any]:
-    """The leader of the group's __consumer_offsets partition; COORDINATOR_NOT_AVAILABLE until there is one."""
-    await _initialized(cache)
+    """The leader of the group's __consumer_offsets partition; COORDINATOR_NOT_AVAILABLE until there is one.
+
+    Before the controller's first UpdateMetadata this waits (bounded) and then answers the retriable
+    COORDINATOR_NOT_AVAILABLE, as Kafka's KafkaApis does without the offsets topic in its cache, rather
+    than closing the connection the way Metadata must (an empty broker list loses librdkafka's brokers)."""
+    if not cache.initialized and not await cache.wait_initialized(CACHE_WAIT_S):
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no metadata from the controller yet")
     broker = ctx.broker
     if not cache.has_topic(OFFSETS_TOPIC):
         await _create_offsets_topic(broker)

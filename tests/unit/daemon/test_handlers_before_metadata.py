@@ -10,9 +10,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from kafkad.daemon import cluster_metadata
 from kafkad.daemon.broker import Broker
 from kafkad.daemon.handlers import REGISTRY, RequestContext
-from kafkad.protocol import ApiKey, ErrorCode, Request, RequestHeader
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request, RequestHeader
 from kafkad.replication.metadata_cache import BrokerInfo, Endpoint, MetadataCache, PartitionState
 from tests.unit.daemon.test_handlers import make_broker
 
@@ -67,3 +70,15 @@ def test_delete_records_waits_for_the_first_update_metadata(tmp_path: Path) -> N
     assert waited
     (p,) = out["topics"][0]["partitions"]
     assert p["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER, p  # led by broker 2: go there
+
+
+def test_find_coordinator_without_metadata_answers_coordinator_not_available(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker the controller never updates: FindCoordinator gets the retriable error, not a closed
+    connection (clients reconnected every CACHE_WAIT_S)."""
+    monkeypatch.setattr(cluster_metadata, "CACHE_WAIT_S", 0.01)
+    b, _cache = cluster_broker(tmp_path)
+    with pytest.raises(KafkaError) as raised:
+        asyncio.run(call(b, ApiKey.FIND_COORDINATOR, 1, {"key": "g", "key_type": 0}))
+    assert raised.value.code == ErrorCode.COORDINATOR_NOT_AVAILABLE

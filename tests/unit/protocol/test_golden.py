@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from uuid import UUID
+
 import pytest
 
 from kafkad.protocol import (
@@ -80,13 +82,16 @@ def test_fetch_v11_values() -> None:
     assert body["replica_id"] == -1
     assert body["max_bytes"] > 0
     part = body["topics"][0]["partitions"][0]
-    assert set(part) == {
+    assert set(part) >= {
         "partition",
         "current_leader_epoch",
         "fetch_offset",
         "log_start_offset",
         "partition_max_bytes",
     }
+    # Fields of later versions only are at their defaults.
+    assert part["last_fetched_epoch"] == -1
+    assert part["replica_directory_id"] == UUID(int=0)
     assert part["fetch_offset"] >= 0
 
 

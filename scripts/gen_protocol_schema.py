@@ -2,6 +2,10 @@
 
 Usage: scripts/gen_protocol_schema.py MESSAGE_DIR [--check]
 
+Also writes tests/unit/protocol/kafka39_api_versions.json: every API a Kafka 3.9 ZooKeeper-mode broker
+serves (`listeners` holds "zkBroker"), with its valid and flexible versions, which the handler registry is
+tested against.
+
 MESSAGE_DIR is Kafka's clients/src/main/resources/common/message (3.9: `git archive 3.9` of apache/kafka).
 Each served API gets every version Kafka lists in `validVersions`, its `flexibleVersions`, and every field
 with its `versions`, `nullableVersions`, `taggedVersions`/`tag` and `default`, names in snake_case
@@ -209,6 +213,23 @@ def formatted(src: str, path: Path) -> str:
     return subprocess.run(cmd, input=src, capture_output=True, text=True, check=True).stdout
 
 
+def kafka_versions(msg_dir: Path) -> str:
+    """Kafka's ranges as JSON text: {api_key: {name, min, max, flexible}} of the zkBroker APIs."""
+    out = {}
+    for path in sorted(msg_dir.glob("*Request.json")):
+        req = load(path)
+        if "zkBroker" not in req.get("listeners", []):
+            continue
+        lo, _, hi = str(req["validVersions"]).partition("-")
+        out[int(req["apiKey"])] = {
+            "name": req["name"].removesuffix("Request"),
+            "min": int(lo),
+            "max": int(hi or lo),
+            "flexible": req["flexibleVersions"],
+        }
+    return json.dumps(dict(sorted(out.items())), indent=1) + "\n"
+
+
 def main(argv: list[str]) -> int:
     msg_dir = Path(argv[1])
     check = "--check" in argv
@@ -222,6 +243,13 @@ def main(argv: list[str]) -> int:
                 stale.append(str(path))
         else:
             path.write_text(src)
+    versions_path = out_dir.parent.parent / "tests" / "unit" / "protocol" / "kafka39_api_versions.json"
+    text = kafka_versions(msg_dir)
+    if check:
+        if versions_path.read_text() != text:
+            stale.append(str(versions_path))
+    else:
+        versions_path.write_text(text)
     for s in stale:
         print(f"{s} differs from the generated table", file=sys.stderr)
     return 1 if stale else 0

@@ -110,6 +110,17 @@ def _brokers(cache: MetadataCache, listener: str) -> list[dict[str, Any]]:
     return out
 
 
+def unknown_topic_id(topic_id: Any) -> dict[str, Any]:
+    """Metadata v10+'s answer to a topic named by an id only: kafkad has no topic ids yet."""
+    return {
+        "error_code": int(ErrorCode.UNKNOWN_TOPIC_ID),
+        "name": None,
+        "topic_id": topic_id,
+        "is_internal": False,
+        "partitions": [],
+    }
+
+
 async def metadata(ctx: RequestContext, cache: MetadataCache, body: Mapping[str, Any]) -> dict[str, Any]:
     await _initialized(cache)
     broker = ctx.broker
@@ -121,6 +132,9 @@ async def metadata(ctx: RequestContext, cache: MetadataCache, body: Mapping[str,
     else:
         server = broker.config.server
         for entry in requested:
+            if entry.get("name") is None and ctx.version >= 10:
+                topics.append(unknown_topic_id(entry.get("topic_id")))  # no topic ids yet
+                continue
             name = entry.get("name") or ""
             if cache.has_topic(name):
                 topics.append(_topic(cache, name))

@@ -131,14 +131,10 @@ class Dispatcher:
         if header.api_key == ApiKey.API_VERSIONS:
             # KIP-511: a v0-layout answer the client can read whatever version it sent.
             return [api_versions_fallback_response(header.correlation_id, self._api_versions_max)]
+        # Kafka's SocketServer.parseRequestHeader: an api or version it does not serve is an
+        # InvalidRequestException and the connection is closed, with no answer.
         log.info("%s: unsupported api key %d version %d", peer, header.api_key, header.api_version)
-        try:
-            return encode_response(header, {"error_code": int(ErrorCode.UNSUPPORTED_VERSION)})
-        except Exception:
-            # No schema for that version: nothing the client could parse; Kafka closes too.
-            raise CloseConnection(
-                f"unsupported api key {header.api_key} version {header.api_version}"
-            ) from None
+        raise CloseConnection(f"unsupported api key {header.api_key} version {header.api_version}")
 
     async def _finish(
         self,

@@ -26,23 +26,23 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "requests.jsonl"
 
 # kafka-protocol.md "The advertised set", for the keys kafkad itself registers (groups add 8-16, 42).
 ADVERTISED = {
-    0: (0, 8),
-    1: (4, 11),
-    2: (1, 8),
-    3: (0, 8),
-    4: (0, 5),  # LeaderAndIsr, StopReplica, UpdateMetadata: answered INVALID_REQUEST standalone
-    5: (0, 3),
-    6: (0, 7),
+    0: (0, 11),
+    1: (0, 12),
+    2: (0, 9),
+    3: (0, 12),
+    4: (0, 7),  # LeaderAndIsr, StopReplica, UpdateMetadata: answered INVALID_REQUEST standalone
+    5: (0, 4),
+    6: (0, 8),
     7: (0, 3),  # ControlledShutdown: answered by the controller (NOT_CONTROLLER standalone)
-    18: (0, 3),
-    19: (2, 4),
-    20: (1, 3),
-    21: (0, 1),
-    22: (0, 1),
-    23: (2, 3),
-    32: (1, 2),
-    33: (0, 1),
-    37: (0, 1),
+    18: (0, 4),
+    19: (0, 7),
+    20: (0, 6),
+    21: (0, 2),
+    22: (0, 5),
+    23: (0, 4),
+    32: (0, 4),
+    33: (0, 2),
+    37: (0, 3),
     43: (0, 2),
     44: (0, 1),
     45: (0, 0),
@@ -50,16 +50,16 @@ ADVERTISED = {
     60: (0, 1),
 }
 GROUP_ADVERTISED = {
-    8: (2, 7),
-    9: (1, 5),
-    10: (0, 2),
-    11: (0, 5),
-    12: (0, 3),
-    13: (0, 3),
-    14: (0, 3),
-    15: (0, 4),
+    8: (0, 9),
+    9: (0, 9),
+    10: (0, 6),
+    11: (0, 9),
+    12: (0, 4),
+    13: (0, 5),
+    14: (0, 5),
+    15: (0, 5),
     16: (0, 5),
-    42: (0, 1),
+    42: (0, 2),
     47: (0, 0),
 }
 
@@ -130,7 +130,7 @@ def test_api_versions_above_max_gets_kip511_fallback(raw: Raw) -> None:
     corr, body = decode_response(18, 0, frame)
     assert corr == 77
     assert body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
-    assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 3}]
+    assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 4}]
 
 
 def test_metadata_create_produce_fetch_list_offsets(raw: Raw, broker: BrokerProcess) -> None:
@@ -389,13 +389,11 @@ def test_golden_frames_get_sensible_answers(broker: BrokerProcess) -> None:
                 continue
             (corr,) = struct.unpack_from(">i", frame, 4)
             response = conn.recv_frame()
-            got_corr, body = decode_response(
-                api_key, version if (api_key, version) != (18, 4) else 0, response
-            )
+            got_corr, body = decode_response(api_key, version, response)  # ApiVersions v4 too, now served
             assert got_corr == corr, d
             codes = list(error_codes(body))
             assert ErrorCode.UNKNOWN_SERVER_ERROR not in codes, (d["client_id"], api_key, version, body)
-            if api_key in ADVERTISED and (api_key, version) != (18, 4):
+            if api_key in ADVERTISED:
                 assert ErrorCode.UNSUPPORTED_VERSION not in codes, (api_key, version, body)
             if api_key == 0:
                 assert set(codes) <= {

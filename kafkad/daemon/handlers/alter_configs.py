@@ -1,4 +1,4 @@
-"""AlterConfigs (33) v0-1: replace a topic's overrides (persisted by storage) or a broker entity's dynamic
+"""AlterConfigs (33) v0-2: replace a topic's overrides (persisted by storage) or a broker entity's dynamic
 configs (daemon/dynamic_config.py: live keys only, others refused as Kafka does)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ async def _alter_broker(broker: Broker, name: str, configs: list[dict[str, Any]]
     await dynamic.replace(dynamic.entity(name), new, validate)
 
 
-@handler(ApiKey.ALTER_CONFIGS, 0, 1)
+@handler(ApiKey.ALTER_CONFIGS, 0, 2)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     lm = broker.log_manager

@@ -1,4 +1,4 @@
-"""ApiVersions (18) v0-3: the advertised set, derived from the handler registry."""
+"""ApiVersions (18) v0-4: the advertised set, derived from the handler registry."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from kafkad.protocol import ApiKey, ErrorCode, Request
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-@handler(ApiKey.API_VERSIONS, 0, 3)
+@handler(ApiKey.API_VERSIONS, 0, 4)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     body = request.body
     keys = REGISTRY.api_versions()

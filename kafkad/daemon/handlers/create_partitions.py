@@ -1,4 +1,4 @@
-"""CreatePartitions (37) v0-1: grow a topic (never shrink: INVALID_PARTITIONS); validate_only. In cluster mode
+"""CreatePartitions (37) v0-3: grow a topic (never shrink: INVALID_PARTITIONS); validate_only. In cluster mode
 the answer waits up to timeout_ms for the new partitions' leaders, none with timeout_ms <= 0, as Kafka."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     }
 
 
-@handler(ApiKey.CREATE_PARTITIONS, 0, 1, error_body=_error_body)
+@handler(ApiKey.CREATE_PARTITIONS, 0, 3, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     cluster = broker.services.get("cluster")

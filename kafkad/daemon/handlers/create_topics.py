@@ -1,4 +1,6 @@
-"""CreateTopics (19) v2-4: validate_only, configs, num_partitions/replication_factor -1 = broker defaults."""
+"""CreateTopics (19) v0-7: validate_only (v1+), configs, num_partitions/replication_factor -1 = broker defaults.
+v5+ answer num_partitions/replication_factor -1 and no configs (Kafka fills them; clients treat -1 as
+unknown), v7+ the zero topic id (kafkad has no topic ids yet)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     }
 
 
-@handler(ApiKey.CREATE_TOPICS, 2, 4, error_body=_error_body)
+@handler(ApiKey.CREATE_TOPICS, 0, 7, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     body = request.body

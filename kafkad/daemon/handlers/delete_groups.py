@@ -1,4 +1,4 @@
-"""DeleteGroups (42) v0-1: only Empty groups go (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND otherwise);
+"""DeleteGroups (42) v0-2: only Empty groups go (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND otherwise);
 their offsets and metadata get tombstones in __consumer_offsets."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     }
 
 
-@handler(ApiKey.DELETE_GROUPS, 0, 1, error_body=_error_body)
+@handler(ApiKey.DELETE_GROUPS, 0, 2, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     names = [g or "" for g in request.body["groups_names"] or []]
     elsewhere = {g: code for g in names if (code := group_error(ctx.broker, g)) is not None}

@@ -1,4 +1,4 @@
-"""DeleteRecords (21) v0-1: move a partition's log start offset forward (-1 = up to the high watermark).
+"""DeleteRecords (21) v0-2: move a partition's log start offset forward (-1 = up to the high watermark).
 
 Only the leader deletes; other brokers answer NOT_LEADER_OR_FOLLOWER for a partition the cluster has, so
 a client sent there by stale metadata refreshes it and goes to the leader (Kafka's answer). Whether the
@@ -34,7 +34,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     }
 
 
-@handler(ApiKey.DELETE_RECORDS, 0, 1, error_body=_error_body)
+@handler(ApiKey.DELETE_RECORDS, 0, 2, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     replicas = ctx.broker.replicas
     cache = ctx.broker.services.get("metadata_cache")

@@ -1,4 +1,7 @@
-"""DeleteTopics (20) v1-3: honours delete.topic.enable; files go after file.delete.delay.ms."""
+"""DeleteTopics (20) v0-6: honours delete.topic.enable; files go after file.delete.delay.ms.
+
+v6 names topics in `topics` (name or id) instead of `topic_names`; kafkad has no topic ids yet, so a topic
+named by id alone answers UNKNOWN_TOPIC_ID."""
 
 from __future__ import annotations
 
@@ -10,21 +13,36 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 
+def _names(request: Request) -> tuple[list[str], list[dict[str, Any]]]:
+    """The topic names asked for, and the answers to topics named by id only (v6+)."""
+    if request.header.api_version < 6:
+        return list(request.body["topic_names"]), []
+    names, by_id = [], []
+    for t in request.body["topics"]:
+        if t["name"] is None:
+            code = int(ErrorCode.UNKNOWN_TOPIC_ID)
+            by_id.append({"name": None, "topic_id": t["topic_id"], "error_code": code})
+        else:
+            names.append(t["name"])
+    return names, by_id
+
+
 def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    names, by_id = _names(request)
     return {
         "throttle_time_ms": 0,
-        "responses": [{"name": n, "error_code": int(code)} for n in request.body["topic_names"]],
+        "responses": [{"name": n, "error_code": int(code)} for n in names] + by_id,
     }
 
 
-@handler(ApiKey.DELETE_TOPICS, 1, 3, error_body=_error_body)
+@handler(ApiKey.DELETE_TOPICS, 0, 6, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
+    names, by_id = _names(request)
     if not broker.config.server.delete_topic_enable:
         return _error_body(request, ErrorCode.TOPIC_DELETION_DISABLED)
     cluster = broker.services.get("cluster")
     if cluster is not None:  # marked in /admin/delete_topics; the controller deletes (waits up to timeout_ms)
-        names = list(request.body["topic_names"])
         bad = {n for n in names if topic_name_error(n)}
         codes = await cluster.delete_topics(
             [n for n in names if n not in bad], request.body["timeout_ms"] / 1000
@@ -34,10 +52,11 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             "responses": [
                 {"name": n, "error_code": int(ErrorCode.INVALID_TOPIC_EXCEPTION if n in bad else codes[n])}
                 for n in names
-            ],
+            ]
+            + by_id,
         }
     out = []
-    for name in request.body["topic_names"]:
+    for name in names:
         try:
             if topic_name_error(name):
                 raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION)
@@ -45,4 +64,4 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             out.append({"name": name, "error_code": 0})
         except KafkaError as e:
             out.append({"name": name, "error_code": int(e.code)})
-    return {"throttle_time_ms": 0, "responses": out}
+    return {"throttle_time_ms": 0, "responses": out + by_id}

@@ -1,4 +1,4 @@
-"""DescribeConfigs (32) v1-2: topic (overrides + broker defaults, with their source; in cluster mode the
+"""DescribeConfigs (32) v0-4 (v0: is_default instead of the source; v3+ documentation stays null): topic (overrides + broker defaults, with their source; in cluster mode the
 overrides come from ZooKeeper, so every broker answers alike), broker (the table, dynamic values with their
 dynamic source, then Kafka's dynamic names kafkad only stores: config_keys/kafka_only.py) and the broker
 default entity (its dynamic keys only)."""
@@ -33,6 +33,7 @@ def _entry(
         "is_default": source is DescribeSource.DEFAULT_CONFIG,
         "is_sensitive": False,
         "synonyms": synonyms,
+        "documentation": None,  # v3+: null unless include_documentation (not served)
     }
 
 
@@ -103,7 +104,7 @@ def _default_entity_configs(broker: Broker) -> list[dict[str, Any]]:
     ]
 
 
-@handler(ApiKey.DESCRIBE_CONFIGS, 1, 2)
+@handler(ApiKey.DESCRIBE_CONFIGS, 0, 4)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     synonyms = bool(request.body.get("include_synonyms"))

@@ -1,4 +1,4 @@
-"""DescribeGroups (15) v0-4: state, protocol and members (with metadata and assignment once Stable);
+"""DescribeGroups (15) v0-5: state, protocol and members (with metadata and assignment once Stable);
 authorized operations (v3+) are the full set when asked for (no authorizer)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, Request
 
 
-@handler(ApiKey.DESCRIBE_GROUPS, 0, 4)
+@handler(ApiKey.DESCRIBE_GROUPS, 0, 5)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     coordinator = coordinator_for(ctx.broker)
     operations = group_operations(bool(request.body.get("include_authorized_operations")))

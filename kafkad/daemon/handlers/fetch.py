@@ -1,4 +1,4 @@
-"""Fetch (1) v4-11: FileSlice records for sendfile, long poll woken by appends, sessionless only.
+"""Fetch (1) v0-12: FileSlice records for sendfile, long poll woken by appends, sessionless only.
 
 Limits as Kafka: each partition reads at most partition_max_bytes and the response at most max_bytes,
 except that the first batch found is returned whole even if larger (so a consumer can always make
@@ -13,6 +13,12 @@ answers FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer), as KIP-320.
 debugging consumer) and consumers at v11+ (KIP-392) may read a follower, up to its high watermark; with
 replica.selector.class set, a leader points a consumer that sent its rack to an in-sync replica there
 (preferred_read_replica, no records).
+v12 (KIP-320, flexible): a last_fetched_epoch whose end offset in our epoch cache is below the fetch
+offset (or whose epoch we never had) answers diverging_epoch {epoch, end_offset} and no records, as
+Kafka's Partition.fetchRecords, so a consumer detects truncation from the fetch itself.
+v0-3 read message format v0/v1: kafkad stores v2 batches only and does not down-convert yet, so a
+partition with records to return answers UNSUPPORTED_VERSION (Kafka's answer with
+message.downconversion.enable=false); an empty read is answered normally.
 """
 
 from __future__ import annotations
@@ -84,6 +90,7 @@ def _read_all(
     # Kafka: null for read_uncommitted, the (here always empty) list of aborted transactions for
     # read_committed. One shared, never mutated list.
     aborted: list[Any] | None = _NO_ABORTED if body.get("isolation_level", 0) == READ_COMMITTED else None
+    old_format = ctx.version < 4  # message format v0/v1: no down-conversion (see the module docstring)
     for t in body.get("topics") or []:
         name = t["topic"]
         parts = []
@@ -122,6 +129,14 @@ def _read_all(
                         errors = True  # answer now, as Kafka does with a preferred read replica
                         parts.append(out)
                         continue
+                last_fetched = p.get("last_fetched_epoch", -1)
+                if last_fetched >= 0:  # Fetch v12+ (KIP-320): has the log diverged from the fetcher's?
+                    epoch, end = part.log.end_offset_for_epoch(last_fetched)
+                    if epoch < last_fetched or end < p["fetch_offset"]:
+                        out["diverging_epoch"] = {"epoch": epoch, "end_offset": end}
+                        errors = True  # answer now, as Kafka does on divergence
+                        parts.append(out)
+                        continue
                 limit = min(int(p["partition_max_bytes"]), budget - total)
                 if limit > 0 or total == 0:
                     result = part.read_records(
@@ -131,6 +146,8 @@ def _read_all(
                         committed_only=not follower,
                     )
                     if result.size:
+                        if old_format:
+                            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "no down-conversion")
                         out["records"] = list(result.slices)
                         total += result.size
                 else:  # max_bytes reached: no read, but its offset is checked as a read would (Kafka's)
@@ -154,7 +171,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-@handler(ApiKey.FETCH, 4, 11, error_body=_error_body)
+@handler(ApiKey.FETCH, 0, 12, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     body = request.body
     session_id = body.get("session_id", 0)

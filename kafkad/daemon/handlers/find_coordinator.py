@@ -1,5 +1,6 @@
-"""FindCoordinator (10) v0-2: this broker coordinates every group; transactions are not offered.
+"""FindCoordinator (10) v0-6: this broker coordinates every group; transactions are not offered.
 In cluster mode: the leader of the group's __consumer_offsets partition (cluster_metadata.py).
+v4+ (KIP-699) look up a batch of keys, each answered in its own `coordinators` entry with its own error.
 
 A transactional id (key type 1) is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what Kafka answers when
 the client may not use that id: librdkafka (and the Java client) treat it as fatal at once, so
@@ -20,7 +21,7 @@ from typing import Any
 from kafkad.daemon import cluster_metadata
 from kafkad.daemon.groups.service import ready_coordinator
 from kafkad.daemon.handlers import RequestContext, handler
-from kafkad.protocol import ApiKey, ErrorCode, Request
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -41,13 +42,30 @@ def _error(code: ErrorCode, message: str) -> dict[str, Any]:
     }
 
 
-def _error_body(_request: Request, code: ErrorCode) -> Mapping[str, Any]:
-    return _error(code, code.name)
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    body = _error(code, code.name)
+    keys = request.body.get("coordinator_keys") or []  # v4+
+    body["coordinators"] = [dict(_error(code, code.name), key=k) for k in keys]
+    return body
 
 
-@handler(ApiKey.FIND_COORDINATOR, 0, 2, error_body=_error_body)
+@handler(ApiKey.FIND_COORDINATOR, 0, 6, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     key_type = request.body.get("key_type", KEY_TYPE_GROUP)
+    if ctx.version < 4:
+        return await _lookup(ctx, key_type, request.body["key"])
+    coordinators = []
+    for key in request.body["coordinator_keys"] or []:
+        try:
+            found = dict(await _lookup(ctx, key_type, key))
+        except KafkaError as e:
+            found = _error(e.code, e.code.name)
+        found["key"] = key
+        coordinators.append(found)
+    return {"throttle_time_ms": 0, "coordinators": coordinators}
+
+
+async def _lookup(ctx: RequestContext, key_type: int, key: str) -> Mapping[str, Any]:
     if key_type == KEY_TYPE_TRANSACTION:
         return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_UNSUPPORTED)
     if key_type != KEY_TYPE_GROUP:
@@ -57,7 +75,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down")
     cache = broker.services.get("metadata_cache")
     if cache is not None:  # cluster mode: the leader of the group's __consumer_offsets partition
-        return await cluster_metadata.find_coordinator(ctx, cache, request.body["key"])
+        return await cluster_metadata.find_coordinator(ctx, cache, key)
     await ready_coordinator(broker)  # KafkaError(COORDINATOR_NOT_AVAILABLE) -> the error body
     host, port = broker.advertised_host_port(ctx.listener if ctx.session is not None else None)
     return {

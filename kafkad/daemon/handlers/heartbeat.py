@@ -1,4 +1,4 @@
-"""Heartbeat (12) v0-3: keeps a member's session alive and tells it when to rejoin."""
+"""Heartbeat (12) v0-4: keeps a member's session alive and tells it when to rejoin."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, Request
 
 
-@handler(ApiKey.HEARTBEAT, 0, 3)
+@handler(ApiKey.HEARTBEAT, 0, 4)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
     check_coordinator(ctx.broker, b["group_id"] or "")

@@ -1,4 +1,5 @@
-"""InitProducerId (22) v0-1: idempotent producers get a fresh id (never reused across restarts).
+"""InitProducerId (22) v0-5: idempotent producers get a fresh id (never reused across restarts); v3+'s
+producer id/epoch are ignored, as Kafka does without a transactional id (it allocates anew).
 
 Transactional ids would need a transaction coordinator, which kafkad does not have: they are refused
 with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients report as a clear, fatal error.
@@ -13,7 +14,7 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 
 
-@handler(ApiKey.INIT_PRODUCER_ID, 0, 1)
+@handler(ApiKey.INIT_PRODUCER_ID, 0, 5)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     if request.body.get("transactional_id") is not None:
         return {

@@ -1,8 +1,10 @@
-"""JoinGroup (11) v0-5: parked in the coordinator until the rebalance completes (a future, never
+"""JoinGroup (11) v0-9: parked in the coordinator until the rebalance completes (a future, never
 blocking the loop). v0 has no rebalance timeout (the session timeout serves), v4+ gets the
-MEMBER_ID_REQUIRED round trip for dynamic members, v5 carries group.instance.id. In cluster mode a static
-member's rejoin that rewrote the group record is answered once that record is replicated; if it is not,
-the member's old id is restored and the join fails, as Kafka's updateStaticMemberAndRebalance."""
+MEMBER_ID_REQUIRED round trip for dynamic members, v5 carries group.instance.id, v7+ answers the
+protocol type, v8's reason is not kept, v9's skip_assignment stays false (no KIP-814 server-side
+assignors). In cluster mode a static member's rejoin that rewrote the group record is answered once that
+record is replicated; if it is not, the member's old id is restored and the join fails, as Kafka's
+updateStaticMemberAndRebalance."""
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def client_host(peer: str) -> str:
     return "/" + host.strip("[]")
 
 
-@handler(ApiKey.JOIN_GROUP, 0, 5, error_body=_error_body)
+@handler(ApiKey.JOIN_GROUP, 0, 9, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
     session = b["session_timeout_ms"]
@@ -78,4 +80,6 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             result = coordinator.static_member_not_replicated(
                 req.group_id, result.member_id, result.replaced, failed
             )
-    return _body(result)
+    body = _body(result)
+    body["protocol_type"] = req.protocol_type  # v7+: the group's, which a joined member's matches
+    return body

@@ -1,4 +1,4 @@
-"""LeaderAndIsr (4) v0-5: the controller makes this broker leader or follower of partitions.
+"""LeaderAndIsr (4) v0-7: the controller makes this broker leader or follower of partitions.
 
 Fencing as Kafka's ReplicaManager.becomeLeaderOrFollower: broker epoch (controller_requests.py), controller
 epoch (the whole request), leader epoch (per partition); the work is ReplicaManager.apply_leader_and_isr.
@@ -46,7 +46,7 @@ def _response(
     }
 
 
-@handler(ApiKey.LEADER_AND_ISR, 0, 5)
+@handler(ApiKey.LEADER_AND_ISR, 0, 7)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     body = request.body

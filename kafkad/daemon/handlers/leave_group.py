@@ -1,4 +1,5 @@
-"""LeaveGroup (13) v0-3: one member (v0-2) or a batch of members with per-member errors (v3)."""
+"""LeaveGroup (13) v0-5: one member (v0-2) or a batch of members with per-member errors (v3+; v5's
+reason is not kept)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 
 
-@handler(ApiKey.LEAVE_GROUP, 0, 3)
+@handler(ApiKey.LEAVE_GROUP, 0, 5)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
     check_coordinator(ctx.broker, b["group_id"] or "")

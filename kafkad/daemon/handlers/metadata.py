@@ -1,4 +1,7 @@
-"""Metadata (3) v0-8: brokers, cluster id, controller, topics with partitions; auto-creates topics.
+"""Metadata (3) v0-12: brokers, cluster id, controller, topics with partitions; auto-creates topics.
+
+Topic ids (v10+) are the zero UUID until kafkad has topic ids; a topic asked for by id alone (v10+, null
+name) answers UNKNOWN_TOPIC_ID.
 
 Authorized operations (v8) are the full sets when asked for (no authorizer), INT32_MIN otherwise.
 
@@ -65,7 +68,7 @@ def _error_topic(name: str, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": int(code), "name": name, "is_internal": False, "partitions": []}
 
 
-@handler(ApiKey.METADATA, 0, 8)
+@handler(ApiKey.METADATA, 0, 12)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     body = request.body
@@ -91,6 +94,10 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         ]
     else:
         for entry in requested:
+            if entry.get("name") is None and ctx.version >= 10:
+                # v10+: a topic by id only; kafkad has no topic ids yet (all are the zero UUID)
+                topics.append(cluster_metadata.unknown_topic_id(entry.get("topic_id")))
+                continue
             name = entry.get("name") or ""
             if name == OFFSETS_TOPIC and allow_auto:
                 try:

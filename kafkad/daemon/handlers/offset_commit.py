@@ -1,6 +1,8 @@
-"""OffsetCommit (8) v2-7: generation/member checked, "simple" commits (generation -1, no member)
-for assign() consumers; persisted to __consumer_offsets before the answer (created by the first
-commit if no client looked up the coordinator before)."""
+"""OffsetCommit (8) v0-9: generation/member checked, "simple" commits (generation -1, no member) for
+assign() consumers; persisted to __consumer_offsets before the answer (created by the first commit if no
+client looked up the coordinator before). v0 carries no generation or member (a simple commit; Kafka 3.9
+in ZooKeeper mode keeps v0 commits in ZooKeeper, kafkad in __consumer_offsets, where OffsetFetch v0
+reads them); v1's commit timestamp and v2-4's retention time are ignored, as Kafka does since KIP-211."""
 
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     }
 
 
-@handler(ApiKey.OFFSET_COMMIT, 2, 7, error_body=_error_body)
+@handler(ApiKey.OFFSET_COMMIT, 0, 9, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
     check_coordinator(ctx.broker, b["group_id"] or "")

@@ -1,5 +1,6 @@
-"""OffsetForLeaderEpoch (23) v2-3: the end offset of a leader epoch (consumers validating positions, and
-followers finding where to truncate: KIP-101/279; v3 adds their replica_id)."""
+"""OffsetForLeaderEpoch (23) v0-4: the end offset of a leader epoch (consumers validating positions, and
+followers finding where to truncate: KIP-101/279; v0 answers no epoch, v0-1 carry no current epoch,
+v3 adds the follower's replica_id)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 
-@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3)
+@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, 4)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     replicas = ctx.broker.replicas
     topics = []

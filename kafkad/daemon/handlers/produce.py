@@ -1,4 +1,4 @@
-"""Produce (0) v3-8 (v0-2 advertised for old librdkafka's codec gating, answered UNSUPPORTED_VERSION).
+"""Produce (0) v3-11 (v0-2 advertised for old librdkafka's codec gating, answered UNSUPPORTED_VERSION).
 
 Per partition: find the leader Partition, reject zstd below v7 (the only versions where the check can
 apply), check the disk budget, append (storage validates CRC/size/sequence and patches offsets in place).
@@ -221,7 +221,7 @@ def _failed(metrics: Any, topic: str) -> None:
         metrics.record_failed_produce(topic)
 
 
-@handler(ApiKey.PRODUCE, 0, 8, error_body=_error_body)
+@handler(ApiKey.PRODUCE, 0, 11, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | None:
     body = request.body
     acks = body["acks"]

@@ -1,4 +1,4 @@
-"""StopReplica (5) v0-3: stop following (and with delete, remove) partitions; Kafka's fencing by broker
+"""StopReplica (5) v0-4: stop following (and with delete, remove) partitions; Kafka's fencing by broker
 epoch, controller epoch and (v3) leader epoch. The work is ReplicaManager.stop_replicas."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _partitions(body: Mapping[str, Any]) -> tuple[list[tuple[str, int, int]], li
     return keep, delete
 
 
-@handler(ApiKey.STOP_REPLICA, 0, 3)
+@handler(ApiKey.STOP_REPLICA, 0, 4)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     body = request.body

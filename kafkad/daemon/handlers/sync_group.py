@@ -1,4 +1,4 @@
-"""SyncGroup (14) v0-3: followers wait (a future) for the leader's assignment; a Stable group
+"""SyncGroup (14) v0-5 (v5 echoes the protocol type and name): followers wait (a future) for the leader's assignment; a Stable group
 answers at once with the member's stored assignment. In cluster mode the answer waits until the group's
 __consumer_offsets partition has replicated the assignment record (Kafka's storeGroup with acks=-1); if it
 does not, the group drops the assignment and rebalances, as Kafka's storeGroup callback does."""
@@ -17,7 +17,7 @@ from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 
 
-@handler(ApiKey.SYNC_GROUP, 0, 3)
+@handler(ApiKey.SYNC_GROUP, 0, 5)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
     check_coordinator(ctx.broker, b["group_id"] or "")
@@ -45,4 +45,11 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         if failed is not None:
             coordinator.assignment_not_replicated(b["group_id"] or "", b["generation_id"], failed)
             return {"throttle_time_ms": 0, "error_code": int(failed), "assignment": b""}
-    return {"throttle_time_ms": 0, "error_code": int(result.error), "assignment": result.assignment}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(result.error),
+        # v5+: the group's protocol type and name, which a synced member's match (echoed back)
+        "protocol_type": b.get("protocol_type"),
+        "protocol_name": b.get("protocol_name"),
+        "assignment": result.assignment,
+    }

@@ -1,4 +1,4 @@
-"""UpdateMetadata (6) v0-7: the controller's view of live brokers and partition states, into the
+"""UpdateMetadata (6) v0-8: the controller's view of live brokers and partition states, into the
 metadata cache (Kafka's maybeUpdateMetadataCache), fenced by broker epoch and controller epoch."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def _partitions(body: Mapping[str, Any]) -> Iterator[tuple[str, int, PartitionSt
             yield t["topic_name"], ps["partition_index"], partition_state_from_wire(ps)
 
 
-@handler(ApiKey.UPDATE_METADATA, 0, 7)
+@handler(ApiKey.UPDATE_METADATA, 0, 8)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
     body = request.body

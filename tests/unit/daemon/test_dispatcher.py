@@ -6,8 +6,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, cast
 
+import pytest
+
 from kafkad.daemon.broker import Broker
-from kafkad.daemon.dispatcher import Dispatcher
+from kafkad.daemon.dispatcher import CloseConnection, Dispatcher
 from kafkad.daemon.handlers import HandlerRegistry, HandlerSpec, RequestContext
 from kafkad.protocol import (
     ApiKey,
@@ -47,22 +49,28 @@ def _error(out: Any, version: int) -> tuple[int, int]:
     return corr, body["error_code"]
 
 
-def test_versions_outside_the_spec_are_refused_after_a_supported_one_was_cached() -> None:
+def test_versions_outside_the_spec_close_the_connection_after_a_supported_one_was_cached() -> None:
+    """Kafka's SocketServer: a version the broker does not serve (here one the schema knows, outside the
+    handler's range, and one below it) closes the connection, with no answer."""
+
     async def go() -> None:
         d, recorded = _dispatcher(max_version=2)
         assert _error(d.dispatch(_frame(2, 1, "ok"), "p"), 2) == (1, 0)
-        assert _error(d.dispatch(_frame(3, 2, "ok"), "p"), 3) == (2, ErrorCode.UNSUPPORTED_VERSION)
-        assert _error(d.dispatch(_frame(0, 3, "ok"), "p"), 0) == (3, ErrorCode.UNSUPPORTED_VERSION)
+        with pytest.raises(CloseConnection, match="version 3"):
+            d.dispatch(_frame(3, 2, "ok"), "p")
+        with pytest.raises(CloseConnection, match="version 0"):
+            d.dispatch(_frame(0, 3, "ok"), "p")
         assert _error(d.dispatch(_frame(1, 4, "ok"), "p"), 1) == (4, 0)
         assert recorded == [ApiKey.HEARTBEAT, ApiKey.HEARTBEAT]  # refused requests run no handler
 
     asyncio.run(go())
 
 
-def test_unregistered_api_key_is_refused() -> None:
+def test_unregistered_api_key_closes_the_connection() -> None:
     async def go() -> None:
         d = Dispatcher(cast(Broker, object()), HandlerRegistry())
-        assert _error(d.dispatch(_frame(3, 5, "ok"), "p"), 3) == (5, ErrorCode.UNSUPPORTED_VERSION)
+        with pytest.raises(CloseConnection, match="api key 12 version 3"):
+            d.dispatch(_frame(3, 5, "ok"), "p")
 
     asyncio.run(go())
 

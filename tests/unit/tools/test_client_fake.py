@@ -24,6 +24,7 @@ from kafkad.protocol import (
     encode_response_bytes,
 )
 from kafkad.tools.client import (
+    TOOL_VERSIONS,
     KafkaApiError,
     KafkaClient,
     ToolError,
@@ -142,7 +143,7 @@ def test_choose_versions_intersects_ranges() -> None:
     chosen = choose_versions(
         {ApiKey.FETCH: (0, 99), ApiKey.PRODUCE: (3, 5), 9999: (0, 1), ApiKey.LIST_OFFSETS: (9, 12)}
     )
-    assert chosen[ApiKey.FETCH] == SCHEMAS[ApiKey.FETCH].max_version
+    assert chosen[ApiKey.FETCH] == TOOL_VERSIONS[ApiKey.FETCH][1]
     assert chosen[ApiKey.PRODUCE] == 5
     assert 9999 not in chosen
     assert ApiKey.LIST_OFFSETS not in chosen  # no overlap: 9-12 vs ours
@@ -173,7 +174,7 @@ def test_negotiates_and_sends_metadata(fake: FakeBroker) -> None:
         assert ei.value.code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     md_reqs = [r for r in fake.requests if r.header.api_key == ApiKey.METADATA]
     assert md_reqs[0].header.api_version == 5
-    assert md_reqs[0].body["topics"] == [{"name": "t"}]
+    assert [t["name"] for t in md_reqs[0].body["topics"]] == ["t"]
     assert md_reqs[0].body["allow_auto_topic_creation"] is False
 
 

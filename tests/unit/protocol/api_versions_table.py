@@ -1,0 +1,54 @@
+"""docs/api-versions.md, generated from the handler registry and Kafka 3.9's ranges.
+
+    PYTHONPATH=. .venv/bin/python -m tests.unit.protocol.api_versions_table > docs/api-versions.md
+
+test_api_versions_matrix checks the committed file is this module's output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kafkad.daemon.handlers import load_handlers
+
+KAFKA_39 = Path(__file__).with_name("kafka39_api_versions.json")
+
+# Versions kafkad deliberately stops below Kafka 3.9's maximum, and why (the matrix test allows these only).
+CAPPED = {1: (12, "Fetch v13+ name topics by id (KIP-516); kafkad has no topic ids yet")}
+
+
+def kafka_39() -> dict[int, dict[str, Any]]:
+    return {int(k): v for k, v in json.loads(KAFKA_39.read_text()).items()}
+
+
+def render() -> str:
+    kafka = kafka_39()
+    registry = load_handlers()
+    rows = [
+        "# API versions kafkad serves",
+        "",
+        "Generated from the handler registry (`python -m tests.unit.protocol.api_versions_table`), beside",
+        "the ranges a Kafka 3.9 broker in ZooKeeper mode accepts (its message JSON's `validVersions`;",
+        "`scripts/gen_protocol_schema.py` writes them to tests/unit/protocol/kafka39_api_versions.json).",
+        "ApiVersions advertises exactly the kafkad column. A request outside it closes the connection, as",
+        "Kafka's does, except ApiVersions, answered UNSUPPORTED_VERSION with its own range (KIP-511).",
+        "",
+        "| key | API | kafkad | Kafka 3.9 | flexible | note |",
+        "|---:|---|---|---|---|---|",
+    ]
+    for key in sorted(set(kafka) | {e["api_key"] for e in registry.api_versions()}):
+        spec = registry.get(key)
+        k = kafka.get(key)
+        ours = f"{spec.min_version}-{spec.max_version}" if spec else "-"
+        theirs = f"{k['min']}-{k['max']}" if k else "-"
+        note = CAPPED[key][1] if key in CAPPED else ("" if spec else "not served")
+        name = k["name"] if k else str(key)
+        flex = k["flexible"] if k else ""
+        rows.append(f"| {key} | {name} | {ours} | {theirs} | {flex} | {note} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -45,6 +45,13 @@ NULL_OK = {
     "aborted_transactions",
     "batch_index_error_message",
     "error_string",
+    # The zero UUID, which kafka-python decodes as None: kafkad has no topic ids yet (issue 23 item 3).
+    "topic_id",
+    # DescribeConfigs v3+: null unless include_documentation; SyncGroup v5: null in error answers (Kafka's
+    # SyncGroupResponseData defaults), which is what the audit's sync of an unknown member gets.
+    "documentation",
+    "protocol_type",
+    "protocol_name",
 }
 
 
@@ -97,6 +104,9 @@ def _nulls(fields: list[dict[str, Any]], obj: Any, version: int, path: str) -> I
         if not hasattr(obj, name):
             continue
         value = getattr(obj, name)
+        tagged = BaseField.parse_versions(f.get("taggedVersions", "none"))
+        if value is None and tagged is not None and tagged[0] <= version <= tagged[1]:
+            continue  # a tagged field left out (at its default), as Kafka leaves it out
         if value is None:
             if name not in NULL_OK:
                 yield f"{path}.{name}"

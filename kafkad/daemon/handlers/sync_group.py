@@ -1,4 +1,4 @@
-"""SyncGroup (14) v0-5 (v5 echoes the protocol type and name): followers wait (a future) for the leader's assignment; a Stable group
+"""SyncGroup (14) v0-5 (v5 answers the group's protocol type and name): followers wait (a future) for the leader's assignment; a Stable group
 answers at once with the member's stored assignment. In cluster mode the answer waits until the group's
 __consumer_offsets partition has replicated the assignment record (Kafka's storeGroup with acks=-1); if it
 does not, the group drops the assignment and rebalances, as Kafka's storeGroup callback does."""
@@ -48,8 +48,8 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     return {
         "throttle_time_ms": 0,
         "error_code": int(result.error),
-        # v5+: the group's protocol type and name, which a synced member's match (echoed back)
-        "protocol_type": b.get("protocol_type"),
-        "protocol_name": b.get("protocol_name"),
+        # v5+: the group's protocol type and name (the request's, if the result lacks them)
+        "protocol_type": result.protocol_type or b.get("protocol_type"),
+        "protocol_name": result.protocol_name or b.get("protocol_name"),
         "assignment": result.assignment,
     }

@@ -123,7 +123,7 @@ def decode_request(frame: bytearray | bytes) -> Request:
         )
     try:
         if codec.flexible:
-            pos = read_tags(buf, pos, {}, {})
+            pos = pos + 1 if buf[pos] == 0 else read_tags(buf, pos, {}, {})
         body, pos = codec.read_request(buf, pos)
     except _DECODE_FAILURES as e:
         raise InvalidRequestError(header, f"malformed {_name(header.api_key)} request: {e}") from None

@@ -193,8 +193,18 @@ def _generate(
         rsrc.append("    for f in _fresh:")
         rsrc.append("        d[f.name] = f.default_value()")
     if flexible:
-        rsrc.append("    pos = _read_tags(buf, pos, d, _tag_readers)")
-        wsrc.append("    _write_tags(out, d, _tag_writers)")
+        # An empty tag section (one 0 byte) is the usual case: skipped without the general call.
+        rsrc.append("    if buf[pos] == 0:")
+        rsrc.append("        pos += 1")
+        rsrc.append("    else:")
+        rsrc.append("        pos = _read_tags(buf, pos, d, _tag_readers)")
+        # Almost always no tagged field is set (handlers leave them out) and no unknown tags came in:
+        # one empty tag section, found by `in` tests (no calls) instead of the general path's loop.
+        names = [UNKNOWN_TAGS, *(name for _t, name, _d, _w in tag_writers)]
+        wsrc.append(f"    if {' and '.join(f'{n!r} not in d' for n in names)}:")
+        wsrc.append("        out.append(0)")
+        wsrc.append("    else:")
+        wsrc.append("        _write_tags(out, d, _tag_writers)")
     rsrc.append("    return d, pos")
     if len(wsrc) == 2:
         wsrc.append("    pass")

@@ -81,8 +81,16 @@ def read_uvarint(buf: Buf, pos: int) -> tuple[int, int]:
 
 
 def write_uvarint(out: bytearray, value: int) -> None:
-    if value < 0:
-        raise ValueError(f"unsigned varint cannot hold {value}")
+    # One and two bytes first: compact lengths and tagged-field counts of every flexible struct.
+    if value < 0x80:
+        if value < 0:
+            raise ValueError(f"unsigned varint cannot hold {value}")
+        out.append(value)
+        return
+    if value < 0x4000:
+        out.append((value & 0x7F) | 0x80)
+        out.append(value >> 7)
+        return
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
@@ -390,10 +398,13 @@ def array_writer(item: Writer, compact: bool, nullable: bool) -> Writer:
                 raise ValueError("null for a non-nullable array")
             write_len(out, -1)
             return
-        if compact:
-            write_uvarint(out, len(v) + 1)
+        n = len(v)
+        if not compact:
+            out += pack32(n)
+        elif n < 0x7F:
+            out.append(n + 1)
         else:
-            out += pack32(len(v))
+            write_uvarint(out, n + 1)
         for x in v:
             item(out, x)
 

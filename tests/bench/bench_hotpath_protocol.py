@@ -1,5 +1,6 @@
 """Hot-path bench of the codec in CPU time (robust to a busy machine): decode a golden Produce frame,
-encode a 100-partition Fetch response with RecordsRef chunks and with inline bytes.
+encode a 100-partition Fetch response with RecordsRef chunks and with inline bytes (v11, and v12: the
+flexible version librdkafka picks; Produce likewise at v8 and v10).
 
     .venv/bin/python -m tests.bench.bench_hotpath_protocol [--runs 7]
 
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafkad.protocol import ApiKey, RequestHeader, decode_request, encode_response
+from kafkad.protocol import ApiKey, RequestHeader, decode_request, encode_request, encode_response
 from tests.unit.protocol.golden import load_golden
 
 
@@ -55,6 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     header = RequestHeader(ApiKey.FETCH, 11, 1, "bench")
     _line(f"decode Produce v8 ({len(frame)} B frame)", _runs(lambda: decode_request(frame), 5000, args.runs))
+    # The same body at v10 (flexible), the Produce version librdkafka picks since issue 23.
+    v8 = decode_request(bytearray(frame))
+    h10 = RequestHeader(ApiKey.PRODUCE, 10, v8.header.correlation_id, v8.header.client_id)
+    frame10 = bytearray(encode_request(h10, v8.body)[4:])
+    _line(
+        f"decode Produce v10 ({len(frame10)} B frame)",
+        _runs(lambda: decode_request(frame10), 5000, args.runs),
+    )
     _line(
         "encode Fetch v11, 100 partitions, RecordsRef",
         _runs(lambda: encode_response(header, body), 300, args.runs),
@@ -62,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     _line(
         "encode Fetch v11, 100 partitions, 64 B bytes",
         _runs(lambda: encode_response(header, plain), 300, args.runs),
+    )
+    # v12 (flexible: compact lengths, tagged fields) is what librdkafka picks since issue 23.
+    header12 = RequestHeader(ApiKey.FETCH, 12, 1, "bench")
+    _line(
+        "encode Fetch v12, 100 partitions, RecordsRef",
+        _runs(lambda: encode_response(header12, body), 300, args.runs),
     )
     return 0
 

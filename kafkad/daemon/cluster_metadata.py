@@ -111,7 +111,7 @@ def _brokers(cache: MetadataCache, listener: str) -> list[dict[str, Any]]:
 
 
 def unknown_topic_id(topic_id: Any) -> dict[str, Any]:
-    """Metadata v10+'s answer to a topic named by an id only: kafkad has no topic ids yet."""
+    """Metadata v10+'s answer to a topic named by an id no topic has."""
     return {
         "error_code": int(ErrorCode.UNKNOWN_TOPIC_ID),
         "name": None,
@@ -132,10 +132,13 @@ async def metadata(ctx: RequestContext, cache: MetadataCache, body: Mapping[str,
     else:
         server = broker.config.server
         for entry in requested:
-            if entry.get("name") is None and ctx.version >= 10:
-                topics.append(unknown_topic_id(entry.get("topic_id")))  # no topic ids yet
-                continue
-            name = entry.get("name") or ""
+            name = entry.get("name")
+            if name is None and ctx.version >= 10:  # a topic by id only
+                name = cache.topic_by_id(entry["topic_id"])
+                if name is None:
+                    topics.append(unknown_topic_id(entry.get("topic_id")))
+                    continue
+            name = name or ""
             if cache.has_topic(name):
                 topics.append(_topic(cache, name))
             elif topic_name_error(name):

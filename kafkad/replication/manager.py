@@ -16,6 +16,7 @@ listeners (the group coordinator) hear of every change. `stop_replicas` is StopR
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
@@ -23,6 +24,7 @@ from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.replication.fetcher import FetcherManager
 from kafkad.replication.isr import IsrUpdater
 from kafkad.replication.partition import Partition, Role
+from kafkad.storage import partition_metadata
 from kafkad.storage.log_offline import LogIOError, OfflineLog, is_transient
 from kafkad.storage.log_sync import LogSync
 
@@ -55,6 +57,9 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.broker_id = broker_id
         self._partitions: dict[tuple[str, int], Partition] = {}
+        # Topic ids (KIP-516) of the local topics, from their partition.metadata files (read once).
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._topics_by_id: dict[uuid.UUID, str] = {}
         # cluster mode only (None / unused standalone)
         self.isr_updater: IsrUpdater | None = None
         self.fetchers: FetcherManager | None = None
@@ -396,16 +401,56 @@ class ReplicaManager:
     def create_topic(
         self, topic: str, num_partitions: int, overrides: Mapping[str, str] | None = None
     ) -> None:
-        """Small filesystem work (mkdir per partition, override files)."""
+        """Small filesystem work (mkdir per partition, override files, partition.metadata)."""
         if self.has_topic(topic):
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic '{topic}' already exists")
         for i in range(num_partitions):
             self._add(topic, i, overrides if i == 0 else None)
+        self.set_topic_id(topic, uuid.uuid4())
 
     def add_partitions(self, topic: str, new_total: int) -> None:
         current = self.topics().get(topic, 0)
         for i in range(current, new_total):
             self._add(topic, i, None)
+        self.set_topic_id(topic, self.topic_id(topic))
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        """The local topic's id (the zero UUID if no partition of it is here). Standalone's source of
+        truth; a topic from before topic ids gets one now (as Kafka's controller gives one to a topic
+        znode without). Blocking on the first call per topic: reads its partition.metadata files."""
+        tid = self._topic_ids.get(topic)
+        if tid is not None:
+            return tid
+        parts = self.partitions_of(topic)
+        if not parts:
+            return partition_metadata.ZERO
+        found = next((t for p in parts if (t := partition_metadata.read(p.log.directory))), None)
+        tid = found or uuid.uuid4()
+        self.set_topic_id(topic, tid)
+        return tid
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> str | None:
+        """The local topic with this id, or None."""
+        name = self._topics_by_id.get(topic_id)
+        if name is None and topic_id.int != 0:
+            for topic in self.topics():  # ids not read yet: read them all once
+                self.topic_id(topic)
+            name = self._topics_by_id.get(topic_id)
+        return name
+
+    def set_topic_id(self, topic: str, topic_id: uuid.UUID) -> None:
+        """Record `topic_id` for the topic and write it into each local partition directory lacking it
+        (Kafka's LeaderAndIsr handling does the same for the controller's id). Small blocking writes."""
+        if topic_id.int == 0:
+            return
+        for p in self.partitions_of(topic):
+            if partition_metadata.read(p.log.directory) != topic_id:
+                partition_metadata.write(p.log.directory, topic_id)
+        old = self._topic_ids.get(topic)
+        if old is not None and old != topic_id:
+            self._topics_by_id.pop(old, None)
+        self._topic_ids[topic] = topic_id
+        self._topics_by_id[topic_id] = topic
 
     def _add(self, topic: str, index: int, overrides: Mapping[str, str] | None) -> None:
         plog = self.log_manager.create_partition(topic, index, overrides or None)
@@ -418,6 +463,9 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic '{topic}' does not exist")
         for p in parts:
             del self._partitions[(topic, p.index)]
+        tid = self._topic_ids.pop(topic, None)
+        if tid is not None:
+            self._topics_by_id.pop(tid, None)
         for off in offline:
             del self._offline[(topic, off.partition)]
         self.log_manager.delete_topic(topic)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -91,6 +92,8 @@ class MetadataCache:
         self.controller_epoch = -1
         self._brokers: dict[int, BrokerInfo] = {}
         self._topics: dict[str, dict[int, PartitionState]] = {}
+        # KIP-516: the topic ids UpdateMetadata v7+ carries (the topic znodes' topic_id).
+        self._topic_ids: dict[str, uuid.UUID] = {}
         self._initialized = asyncio.Event()  # set by the first UpdateMetadata
 
     @property
@@ -130,6 +133,18 @@ class MetadataCache:
             else:
                 self._topics.setdefault(topic, {})[index] = state
         return deleted
+
+    def set_topic_id(self, topic: str, topic_id: uuid.UUID) -> None:
+        if topic_id.int != 0:
+            self._topic_ids[topic] = topic_id
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        """The topic's id (the zero UUID if unknown, or the topic is gone)."""
+        tid = self._topic_ids.get(topic) if topic in self._topics else None
+        return tid if tid is not None else uuid.UUID(int=0)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> str | None:
+        return next((t for t, i in self._topic_ids.items() if i == topic_id and t in self._topics), None)
 
     def set_partition(self, topic: str, index: int, state: PartitionState) -> None:
         self._topics.setdefault(topic, {})[index] = state

@@ -25,6 +25,7 @@ import contextlib
 import enum
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
@@ -41,6 +42,7 @@ class PartitionLogLike(Protocol):
 
     topic: str
     partition: int
+    directory: Path  # its partition directory (partition.metadata: the topic id)
 
     @property
     def config(self) -> Any: ...

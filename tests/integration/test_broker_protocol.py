@@ -27,7 +27,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "requests.jsonl"
 # kafka-protocol.md "The advertised set", for the keys kafkad itself registers (groups add 8-16, 42).
 ADVERTISED = {
     0: (0, 11),
-    1: (0, 12),
+    1: (0, 17),
     2: (0, 9),
     3: (0, 12),
     4: (0, 7),  # LeaderAndIsr, StopReplica, UpdateMetadata: answered INVALID_REQUEST standalone

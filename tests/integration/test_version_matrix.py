@@ -50,7 +50,7 @@ def _produce(raw: Raw, topic: str, values: list[bytes]) -> int:
     return int(part["base_offset"])
 
 
-def _create(raw: Raw, topic: str) -> None:
+def _create(raw: Raw, topic: str) -> UUID:
     out = raw.call(
         19,
         7,
@@ -68,11 +68,13 @@ def _create(raw: Raw, topic: str) -> None:
         },
     )
     assert out["topics"][0]["error_code"] == 0, out
-    assert out["topics"][0]["topic_id"] == UUID(int=0)
+    tid: UUID = out["topics"][0]["topic_id"]
+    assert tid.int != 0
+    return tid
 
 
 def test_versions_above_the_matrix_close_the_connection(broker: BrokerProcess) -> None:
-    for key, version in ((1, 13), (3, 13), (0, 12), (11, 10), (2, 10)):
+    for key, version in ((1, 18), (3, 13), (0, 12), (11, 10), (2, 10)):
         r = Raw(broker.port)
         try:
             body = encode_request(RequestHeader(key, 0, 5, "matrix"), {})[10:]  # any body: never read
@@ -92,7 +94,7 @@ def test_versions_above_the_matrix_close_the_connection(broker: BrokerProcess) -
 def test_api_versions_v4_lists_the_matrix(raw: Raw) -> None:
     out = raw.call(18, 4, {"client_software_name": "matrix", "client_software_version": "1.0"})
     keys = {k["api_key"]: (k["min_version"], k["max_version"]) for k in out["api_keys"]}
-    assert keys[0] == (0, 11) and keys[1] == (0, 12) and keys[2] == (0, 9) and keys[3] == (0, 12)
+    assert keys[0] == (0, 11) and keys[1] == (0, 17) and keys[2] == (0, 9) and keys[3] == (0, 12)
     assert keys[9] == (0, 9) and keys[10] == (0, 6) and keys[11] == (0, 9)
 
 
@@ -124,22 +126,72 @@ def test_list_offsets_v0_old_style_offsets(raw: Raw) -> None:
     assert v0(-3, 1)["error_code"] == ErrorCode.UNSUPPORTED_VERSION  # v0 knows only -1 and -2
 
 
-def test_metadata_v12_and_unknown_topic_id(raw: Raw) -> None:
-    _create(raw, "matrix-md")
-    some_id = UUID(int=12345)
+def _metadata_ids(raw: Raw, topics: list[dict[str, object]]) -> dict[object, dict[str, object]]:
     out = raw.call(
         3,
         12,
-        {
-            "topics": [{"name": "matrix-md", "topic_id": UUID(int=0)}, {"name": None, "topic_id": some_id}],
-            "allow_auto_topic_creation": False,
-            "include_topic_authorized_operations": False,
-        },
+        {"topics": topics, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
     )
-    by_name = {t["name"]: t for t in out["topics"]}
-    assert by_name["matrix-md"]["error_code"] == 0 and by_name["matrix-md"]["topic_id"] == UUID(int=0)
-    assert by_name[None]["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
-    assert by_name[None]["topic_id"] == some_id
+    return {t["name"]: t for t in out["topics"]}
+
+
+def test_metadata_v12_topic_ids_survive_a_restart(broker: BrokerProcess) -> None:
+    raw = Raw(broker.port)
+    created = _create(raw, "matrix-md")
+    by_name = _metadata_ids(raw, [{"name": "matrix-md", "topic_id": UUID(int=0)}])
+    assert by_name["matrix-md"]["error_code"] == 0 and by_name["matrix-md"]["topic_id"] == created
+    by_id = _metadata_ids(raw, [{"name": None, "topic_id": created}])
+    assert by_id["matrix-md"]["topic_id"] == created
+    unknown = UUID(int=12345)
+    missing = _metadata_ids(raw, [{"name": None, "topic_id": unknown}])
+    assert missing[None]["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID and missing[None]["topic_id"] == unknown
+    raw.close()
+    broker.restart()  # the id lives in each partition directory's partition.metadata
+    raw = Raw(broker.port)
+    try:
+        assert _metadata_ids(raw, [{"name": None, "topic_id": created}])["matrix-md"]["topic_id"] == created
+        text = (broker.data_dir / "matrix-md-0" / "partition.metadata").read_text()
+        assert text.startswith("version: 0\ntopic_id: ")
+    finally:
+        raw.close()
+
+
+def test_fetch_v13_and_delete_topics_v6_by_id(raw: Raw) -> None:
+    tid = _create(raw, "matrix-id")
+    _produce(raw, "matrix-id", [b"i0", b"i1"])
+
+    def fetch(version: int, topic_id: UUID) -> dict[str, object]:
+        body = {
+            "replica_id": -1,
+            "replica_state": {"replica_id": -1, "replica_epoch": -1},
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic_id": topic_id,
+                    "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+                }
+            ],
+            "forgotten_topics_data": [],
+        }
+        out: dict[str, object] = raw.call(1, version, body)["responses"][0]
+        return out
+
+    for version in (13, 15, 17):
+        got = fetch(version, tid)
+        part = got["partitions"][0]  # type: ignore[index]
+        assert got["topic_id"] == tid and part["error_code"] == 0 and part["records"], (version, got)
+    unknown = fetch(13, UUID(int=99))
+    assert unknown["partitions"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID  # type: ignore[index]
+    deleted = raw.call(20, 6, {"topics": [{"name": None, "topic_id": tid}], "timeout_ms": 5000})
+    assert deleted["responses"] == [
+        {"name": "matrix-id", "topic_id": tid, "error_code": 0, "error_message": None}
+    ]
+    assert _metadata_ids(raw, [{"name": None, "topic_id": tid}])[None]["error_code"] == (
+        ErrorCode.UNKNOWN_TOPIC_ID
+    )
 
 
 def test_fetch_v12_diverging_epoch_and_v0_without_down_conversion(raw: Raw) -> None:

@@ -45,7 +45,8 @@ NULL_OK = {
     "aborted_transactions",
     "batch_index_error_message",
     "error_string",
-    # The zero UUID, which kafka-python decodes as None: kafkad has no topic ids yet (issue 23 item 3).
+    # The zero UUID, which kafka-python decodes as None: Kafka's answer where a request names no real
+    # topic id (the audit's cases name topics by name, or by the zero id at Fetch v13+).
     "topic_id",
     # DescribeConfigs v3+: null unless include_documentation; SyncGroup v5: null in error answers (Kafka's
     # SyncGroupResponseData defaults), which is what the audit's sync of an unknown member gets.

@@ -1,6 +1,7 @@
 """CreateTopics (19) v0-7: validate_only (v1+), configs, num_partitions/replication_factor -1 = broker defaults.
-v5+ answer num_partitions/replication_factor -1 and no configs (Kafka fills them; clients treat -1 as
-unknown), v7+ the zero topic id (kafkad has no topic ids yet)."""
+v5+ answer the partition count and replication factor (standalone; -1 in cluster mode, where the
+controller creates the topic after the answer) and no configs; v7+ the new topic's id (standalone; the zero
+id in cluster mode)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from kafkad.daemon import topic_ids
 from kafkad.daemon.broker import topic_name_error
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
@@ -64,7 +66,22 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             broker.create_topic(
                 name, num_partitions, replication_factor, configs, validate_only=body["validate_only"]
             )
-            results.append({"name": name, "error_code": 0, "error_message": None})
+            created = not body["validate_only"]
+            results.append(
+                {
+                    "name": name,
+                    "error_code": 0,
+                    "error_message": None,
+                    # v7+: the new topic's id; v5+: its partition count and replication factor
+                    "topic_id": broker.replicas.topic_id(name)
+                    if created and ctx.version >= 7
+                    else topic_ids.ZERO,
+                    "num_partitions": num_partitions
+                    if num_partitions != -1
+                    else broker.config.server.num_partitions,
+                    "replication_factor": 1,
+                }
+            )
         except KafkaError as e:
             results.append({"name": name, "error_code": int(e.code), "error_message": e.message or None})
     return {"throttle_time_ms": 0, "topics": results}

@@ -1,29 +1,33 @@
 """DeleteTopics (20) v0-6: honours delete.topic.enable; files go after file.delete.delay.ms.
 
-v6 names topics in `topics` (name or id) instead of `topic_names`; kafkad has no topic ids yet, so a topic
-named by id alone answers UNKNOWN_TOPIC_ID."""
+v6 names topics in `topics` (name or id, KIP-516) instead of `topic_names`; an id no topic has answers
+UNKNOWN_TOPIC_ID."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from kafkad.daemon.broker import topic_name_error
+from kafkad.daemon import topic_ids
+from kafkad.daemon.broker import Broker, topic_name_error
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 
-def _names(request: Request) -> tuple[list[str], list[dict[str, Any]]]:
-    """The topic names asked for, and the answers to topics named by id only (v6+)."""
+def _names(request: Request, broker: Broker | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """The topic names asked for (ids resolved, v6+), and the answers to ids no topic has."""
     if request.header.api_version < 6:
         return list(request.body["topic_names"]), []
     names, by_id = [], []
     for t in request.body["topics"]:
-        if t["name"] is None:
+        name = t["name"]
+        if name is None and broker is not None:
+            name = topic_ids.topic_name(broker, t["topic_id"])
+        if name is None:
             code = int(ErrorCode.UNKNOWN_TOPIC_ID)
             by_id.append({"name": None, "topic_id": t["topic_id"], "error_code": code})
         else:
-            names.append(t["name"])
+            names.append(name)
     return names, by_id
 
 
@@ -38,7 +42,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
 @handler(ApiKey.DELETE_TOPICS, 0, 6, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
-    names, by_id = _names(request)
+    names, by_id = _names(request, broker)
     if not broker.config.server.delete_topic_enable:
         return _error_body(request, ErrorCode.TOPIC_DELETION_DISABLED)
     cluster = broker.services.get("cluster")
@@ -60,8 +64,9 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         try:
             if topic_name_error(name):
                 raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION)
+            tid = broker.replicas.topic_id(name) if ctx.version >= 6 else topic_ids.ZERO
             broker.replicas.delete_topic(name)
-            out.append({"name": name, "error_code": 0})
+            out.append({"name": name, "error_code": 0, "topic_id": tid})
         except KafkaError as e:
             out.append({"name": name, "error_code": int(e.code)})
     return {"throttle_time_ms": 0, "responses": out + by_id}

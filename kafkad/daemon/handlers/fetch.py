@@ -1,4 +1,4 @@
-"""Fetch (1) v0-12: FileSlice records for sendfile, long poll woken by appends, sessionless only.
+"""Fetch (1) v0-17: FileSlice records for sendfile, long poll woken by appends, sessionless only.
 
 Limits as Kafka: each partition reads at most partition_max_bytes and the response at most max_bytes,
 except that the first batch found is returned whole even if larger (so a consumer can always make
@@ -16,6 +16,9 @@ replica.selector.class set, a leader points a consumer that sent its rack to an 
 v12 (KIP-320, flexible): a last_fetched_epoch whose end offset in our epoch cache is below the fetch
 offset (or whose epoch we never had) answers diverging_epoch {epoch, end_offset} and no records, as
 Kafka's Partition.fetchRecords, so a consumer detects truncation from the fetch itself.
+v13+ name topics by id (KIP-516, daemon/topic_ids.py; an unknown id answers UNKNOWN_TOPIC_ID), v15+ carry
+the follower's id in replica_state; v16's node endpoints and v17's replica directory id are left at their
+defaults (no KIP-951 leader hints, no KRaft directories).
 v0-3 read message format v0/v1: kafkad stores v2 batches only and does not down-convert yet, so a
 partition with records to return answers UNSUPPORTED_VERSION (Kafka's answer with
 message.downconversion.enable=false); an empty read is answered normally.
@@ -27,6 +30,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from kafkad.daemon import topic_ids
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.replication.partition import Partition
@@ -61,6 +65,7 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
         "responses": [
             {
                 "topic": t["topic"],
+                "topic_id": t["topic_id"],
                 "partitions": [_partition_error(p["partition"], code) for p in t["partitions"]],
             }
             for t in request.body.get("topics") or []
@@ -74,7 +79,10 @@ def _read_all(
     """One pass over the requested partitions: (responses, bytes, any_error, partitions to wait on)."""
     body = request.body
     replicas = ctx.broker.replicas
-    replica_id = body.get("replica_id", -1)
+    version = ctx.version
+    # v15+ (KIP-903) moved the follower's id into replica_state
+    replica_id = body.get("replica_id", -1) if version < 15 else body["replica_state"]["replica_id"]
+    by_id = version >= 13  # KIP-516: topics named by id
     follower = replica_id >= 0
     # Reads a follower may serve: Kafka's debugging consumer, and consumers at v11+ (KIP-392), up to its HW.
     from_any_replica = replica_id == DEBUGGING_CONSUMER_ID or (replica_id == -1 and ctx.version >= 11)
@@ -92,7 +100,19 @@ def _read_all(
     aborted: list[Any] | None = _NO_ABORTED if body.get("isolation_level", 0) == READ_COMMITTED else None
     old_format = ctx.version < 4  # message format v0/v1: no down-conversion (see the module docstring)
     for t in body.get("topics") or []:
-        name = t["topic"]
+        if by_id:
+            tid = t["topic_id"]
+            found = topic_ids.topic_name(ctx.broker, tid)
+            if found is None:
+                parts = [
+                    _partition_error(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID) for p in t["partitions"]
+                ]
+                responses.append({"topic": "", "topic_id": tid, "partitions": parts})
+                errors = True
+                continue
+            name = found
+        else:
+            name = t["topic"]
         parts = []
         for p in t["partitions"]:
             index = p["partition"]
@@ -162,7 +182,10 @@ def _read_all(
                 out["log_start_offset"] = part.log_start_offset
                 errors = True
             parts.append(out)
-        responses.append({"topic": name, "partitions": parts})
+        if by_id:
+            responses.append({"topic": name, "topic_id": tid, "partitions": parts})
+        else:
+            responses.append({"topic": name, "partitions": parts})
     return responses, total, errors, watched
 
 
@@ -171,7 +194,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-@handler(ApiKey.FETCH, 0, 12, error_body=_error_body)
+@handler(ApiKey.FETCH, 0, 17, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     body = request.body
     session_id = body.get("session_id", 0)

@@ -66,6 +66,11 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     errors = replicas.apply_leader_and_isr(body["controller_id"], body["controller_epoch"], states, live)
     cache.controller_id = body["controller_id"]
     cache.controller_epoch = max(cache.controller_epoch, body["controller_epoch"])
+    for t in body.get("topic_states") or ():  # v2+ (ids from v5): partition.metadata, as Kafka writes it
+        tid = t.get("topic_id")
+        if tid is not None and tid.int != 0:
+            cache.set_topic_id(t["topic_name"], tid)
+            replicas.set_topic_id(t["topic_name"], tid)
     if replicas.fetchers is not None:
         task = asyncio.get_running_loop().create_task(replicas.fetchers.shutdown_idle())
         _background.add(task)

@@ -1,7 +1,7 @@
 """Metadata (3) v0-12: brokers, cluster id, controller, topics with partitions; auto-creates topics.
 
-Topic ids (v10+) are the zero UUID until kafkad has topic ids; a topic asked for by id alone (v10+, null
-name) answers UNKNOWN_TOPIC_ID.
+Topic ids (v10+, KIP-516) come from daemon/topic_ids.py; a topic asked for by an id no topic has (v10+,
+null name) answers UNKNOWN_TOPIC_ID.
 
 Authorized operations (v8) are the full sets when asked for (no authorizer), INT32_MIN otherwise.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafkad.daemon import cluster_metadata
+from kafkad.daemon import cluster_metadata, topic_ids
 from kafkad.daemon.authorized_operations import cluster_operations, topic_operations
 from kafkad.daemon.broker import INTERNAL_TOPICS, Broker, topic_name_error
 from kafkad.daemon.groups.config import OFFSETS_TOPIC
@@ -68,6 +68,13 @@ def _error_topic(name: str, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": int(code), "name": name, "is_internal": False, "partitions": []}
 
 
+def _add_topic_ids(broker: Broker, topics: list[dict[str, Any]]) -> None:
+    """v10+: each found topic's id (KIP-516)."""
+    for t in topics:
+        if t.get("name") is not None and t["error_code"] in (0, ErrorCode.LEADER_NOT_AVAILABLE):
+            t["topic_id"] = topic_ids.topic_id(broker, t["name"])
+
+
 @handler(ApiKey.METADATA, 0, 12)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
@@ -82,6 +89,8 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         answer["cluster_authorized_operations"] = cluster_operations(
             bool(body.get("include_cluster_authorized_operations"))
         )
+        if ctx.version >= 10:
+            _add_topic_ids(broker, answer["topics"])
         return answer
     requested = body.get("topics")
     ops = topic_operations(bool(body.get("include_topic_authorized_operations")))
@@ -94,11 +103,13 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         ]
     else:
         for entry in requested:
-            if entry.get("name") is None and ctx.version >= 10:
-                # v10+: a topic by id only; kafkad has no topic ids yet (all are the zero UUID)
-                topics.append(cluster_metadata.unknown_topic_id(entry.get("topic_id")))
-                continue
-            name = entry.get("name") or ""
+            name = entry.get("name")
+            if name is None and ctx.version >= 10:  # v10+: a topic by id only
+                name = topic_ids.topic_name(broker, entry["topic_id"])
+                if name is None or name in hidden:
+                    topics.append(cluster_metadata.unknown_topic_id(entry.get("topic_id")))
+                    continue
+            name = name or ""
             if name == OFFSETS_TOPIC and allow_auto:
                 try:
                     await ready_coordinator(broker)
@@ -124,6 +135,8 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 if created
                 else _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             )
+    if ctx.version >= 10:
+        _add_topic_ids(broker, topics)
     host, port = broker.advertised_host_port(ctx.listener if ctx.session is not None else None)
     return {
         "throttle_time_ms": 0,

@@ -34,4 +34,6 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     replicas.controller_epoch = epoch
     brokers = [broker_from_wire(b) for b in body.get("live_brokers") or ()]
     cache.update(body["controller_id"], epoch, brokers, _partitions(body))
+    for t in body.get("topic_states") or ():  # v7+: topic ids
+        cache.set_topic_id(t["topic_name"], t["topic_id"])
     return {"error_code": 0}

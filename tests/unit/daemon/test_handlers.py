@@ -77,7 +77,7 @@ def test_api_versions_registry_and_software_name(tmp_path: Path) -> None:
     b = make_broker(tmp_path)
     out = call(b, 18, 3, {"client_software_name": "librdkafka", "client_software_version": "2.16.1"})
     keys = {k["api_key"]: (k["min_version"], k["max_version"]) for k in out["api_keys"]}
-    assert keys[0] == (0, 11) and keys[1] == (0, 12) and keys[23] == (0, 4)
+    assert keys[0] == (0, 11) and keys[1] == (0, 17) and keys[23] == (0, 4)
     assert keys[17] == (0, 1) and keys[36] == (0, 2)  # advertised on every listener, as Kafka does
     bad = call(b, 18, 3, {"client_software_name": "-bad", "client_software_version": "1"})
     assert bad["error_code"] == ErrorCode.INVALID_REQUEST

@@ -16,7 +16,7 @@ from kafkad.daemon.handlers import load_handlers
 KAFKA_39 = Path(__file__).with_name("kafka39_api_versions.json")
 
 # Versions kafkad deliberately stops below Kafka 3.9's maximum, and why (the matrix test allows these only).
-CAPPED = {1: (12, "Fetch v13+ name topics by id (KIP-516); kafkad has no topic ids yet")}
+CAPPED: dict[int, tuple[int, str]] = {}
 
 
 def kafka_39() -> dict[int, dict[str, Any]]:

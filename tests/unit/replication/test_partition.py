@@ -1,5 +1,8 @@
 import asyncio
+import tempfile
+import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -7,6 +10,9 @@ import pytest
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.replication.manager import ReplicaManager
 from kafkad.replication.partition import Partition, Role
+
+# Partition directories of the fake logs (partition.metadata), removed when the test process exits.
+_FAKE_DIRS = tempfile.TemporaryDirectory(prefix="fakelogs-")
 
 
 @dataclass
@@ -25,6 +31,7 @@ class FakeLog:
     high_watermark: int = 0
     recovery_point: int = 0
     reads: list[tuple[int, int, Any]] = field(default_factory=list)
+    directory: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(dir=_FAKE_DIRS.name)))
 
     def append(self, records: memoryview, **kwargs: Any) -> tuple[int, int]:
         base = self.log_end_offset
@@ -155,8 +162,34 @@ def test_replica_manager_topics() -> None:
     assert e.value.code is ErrorCode.TOPIC_ALREADY_EXISTS
     rm.add_partitions("t", 5)
     assert [p.index for p in rm.partitions_of("t")] == [0, 1, 2, 3, 4]
+    tid = rm.topic_id("t")
+    assert tid.int != 0 and rm.topic_by_id(tid) == "t"
     rm.delete_topic("t")
     assert lm.deleted == ["t"] and rm.get("t", 0) is None
+    assert rm.topic_by_id(tid) is None
+
+
+def test_topic_ids_live_in_partition_metadata_files() -> None:
+    """KIP-516 standalone: create_topic gives the topic an id written into every partition directory
+    (Kafka's partition.metadata format), new partitions get the same id, and a new ReplicaManager over
+    the same directories (a restart) reads it back; a topic from before ids gets one on first ask."""
+    lm = FakeLogManager()
+    rm = ReplicaManager(lm, broker_id=0)
+    rm.create_topic("t", 2)
+    rm.add_partitions("t", 3)
+    tid = rm.topic_id("t")
+    for i in range(3):
+        text = (lm.create_partition("t", i).directory / "partition.metadata").read_text()
+        assert text.startswith("version: 0\ntopic_id: ")
+    restarted = ReplicaManager(lm, broker_id=0)
+    assert restarted.load_from_logs() == 3
+    assert restarted.topic_by_id(tid) == "t" and restarted.topic_id("t") == tid
+    lm.create_partition("legacy", 0)
+    fresh = ReplicaManager(lm, broker_id=0)
+    fresh.load_from_logs()
+    legacy = fresh.topic_id("legacy")
+    assert legacy.int != 0 and legacy != tid
+    assert ReplicaManager(lm, broker_id=0).topic_id("missing") == uuid.UUID(int=0)
 
 
 def test_a_partition_without_a_replica_here_answers_as_kafka() -> None:

@@ -153,7 +153,7 @@ TOOL_VERSIONS: Mapping[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 8),
     ApiKey.FETCH: (4, 11),
     ApiKey.LIST_OFFSETS: (1, 8),
-    ApiKey.METADATA: (0, 8),
+    ApiKey.METADATA: (0, 12),  # v10+: topic ids, which --describe prints as Kafka's TopicCommand does
     ApiKey.OFFSET_COMMIT: (2, 7),
     ApiKey.OFFSET_FETCH: (1, 5),
     ApiKey.FIND_COORDINATOR: (0, 2),

@@ -43,6 +43,7 @@ def test_topic_lifecycle(bootstrap: str) -> None:
     lines = tool("topics", bootstrap, "--describe", "--topic", t).stdout.splitlines()
     head = lines[0].split("\t")
     assert head[0] == f"Topic: {t}"
+    assert head[1].startswith("TopicId: ") and len(head[1]) == len("TopicId: ") + 22  # KIP-516
     assert "PartitionCount: 2" in head and "ReplicationFactor: 1" in head
     assert any(f.startswith("Configs: ") and "retention.ms=3600000" in f for f in head)
     assert lines[1:] == [f"\tTopic: {t}\tPartition: {p}\tLeader: 0\tReplicas: 0\tIsr: 0" for p in (0, 1)]

@@ -51,6 +51,7 @@ SCENARIOS: dict[str, Callable[[Context], None]] = {
     "replication": scenario_replication.replication,  # same, RF 3 (issue 11)
     "reset": scenario_reset.offset_reset,  # out-of-range consumers of each Python stack (issue 15)
     "durability": scenario_durability.durability,  # flush.messages=1 vs default, standalone and RF 3 (issue 18)
+    "conversion": scenario_misc.conversion,  # message format v0/v1 (issue 23), in process
     "recovery": scenario_misc.recovery,
 }
 

@@ -156,3 +156,39 @@ def recovery(ctx: Context) -> None:
         f"start-to-ready after kill -9, {s.recovery_bytes / GiB:g} GiB/{s.recovery_partitions} partitions s"
     )
     ctx.rows.append(Row("recovery", label, k, b, "clean restart", ratio("", k, b), Goal("<=", 3.0)))
+
+
+def conversion(ctx: Context) -> None:
+    """Message format v0/v1 (issue 23 item 2): up-conversion against a v2 append, down-conversion against
+    the zero-copy read, in process CPU time per GiB (tests/bench/bench_conversion.py), same run."""
+    from tests.bench.bench_conversion import measure
+
+    rows = measure(ctx.settings.runs, 2000, 16, 1024)
+    up, append = (
+        figure("up-convert", "CPU-s/GiB", rows["up-convert + append"]),
+        figure("v2 append", "CPU-s/GiB", rows["v2 append"]),
+    )
+    down, read = (
+        figure("down-convert", "CPU-s/GiB", rows["down-convert"]),
+        figure("zero-copy read", "CPU-s/GiB", rows["zero-copy read"]),
+    )
+    ctx.rows.append(
+        Row(
+            "conversion",
+            "Produce v0-2: up-convert + append, CPU-s/GiB",
+            up,
+            append,
+            "v2 append",
+            ratio("", up, append),
+        )
+    )
+    ctx.rows.append(
+        Row(
+            "conversion",
+            "Fetch v2-3: read + down-convert, CPU-s/GiB",
+            down,
+            read,
+            "zero-copy read",
+            ratio("", down, read),
+        )
+    )

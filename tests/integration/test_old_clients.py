@@ -1,11 +1,10 @@
 """Issue 23 item 4: real clients pinned to old protocol ends against kafkad.
 
-kafka-python and aiokafka with api_version (1, 0, 0) and (2, 1, 0) produce, consume in a group and read
-their committed offsets; kafka-python at (0, 10, 0) (ListOffsets v0, OffsetCommit v2, OffsetFetch v1, the
-versions Burrow-era tools use) reads the log's ends and commits/fetches offsets. Its Produce v2/Fetch v2
-(message format v1) need item 2's conversions and are not exercised here. Each test checks the broker's
-log holds no ERROR and no 'unsupported api' line.
-"""
+kafka-python with api_version (0, 9), (0, 10, 0) (message format v0/v1: Produce v1/v2 up-converted,
+Fetch v1/v2 down-converted, item 2), (1, 0, 0) and (2, 1, 0), and aiokafka at 1.0.0 and 2.1.0, produce,
+consume in a group and read their committed offsets; kafka-python at (0, 10, 0) also reads the log's ends
+through ListOffsets v0 and commits/fetches offsets (OffsetCommit v2, OffsetFetch v1), what Burrow-era
+tools send. Each test checks the broker's log holds no ERROR and no 'unsupported api' line."""
 
 from __future__ import annotations
 
@@ -36,9 +35,12 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         assert "unsupported api" not in log, log
 
 
-@pytest.mark.parametrize("version", [(1, 0, 0), (2, 1, 0)], ids=["1.0", "2.1"])
+@pytest.mark.parametrize(
+    "version", [(0, 9), (0, 10, 0), (1, 0, 0), (2, 1, 0)], ids=["0.9", "0.10.0", "1.0", "2.1"]
+)
 def test_kafka_python_old_api_versions(broker: BrokerProcess, version: tuple[int, int, int]) -> None:
-    topic, group = f"kp-old-{version[0]}{version[1]}", f"kp-group-{version[0]}{version[1]}"
+    tag = "".join(map(str, version))
+    topic, group = f"kp-old-{tag}", f"kp-group-{tag}"
     create_topics(broker.bootstrap, {topic: 1})
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap, api_version=version)
     for i in range(N):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 import time
+import zlib
 from collections.abc import Iterator
 from uuid import UUID
 
@@ -13,6 +14,8 @@ import pytest
 
 from kafkad.protocol import ErrorCode, RequestHeader, decode_response, encode_request
 from kafkad.storage.records import SimpleRecord, build_batch
+from kafkad.storage.records.legacy import parse_message_set
+from kafkad.storage.records.records import decode_batch, iter_headers
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.raw_client import Raw
 
@@ -240,11 +243,70 @@ def test_fetch_v12_diverging_epoch_and_v0_without_down_conversion(raw: Raw) -> N
     # An epoch this log never had: Kafka's endOffsetFor gives (-1, -1), and so the divergence.
     assert fetch(12, 2, epoch + 5)["diverging_epoch"] == {"epoch": -1, "end_offset": -1}
     assert fetch(11, 3, epoch)["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE  # v11: no such check
-    # Message format v0/v1 readers: no down-conversion, so records to return answer UNSUPPORTED_VERSION,
-    # an empty read (at the log end) is answered normally.
-    assert fetch(3, 0, -1)["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+    # Message format v0/v1 readers get the records down-converted (v0-1: magic 0, v2-3: magic 1).
+    for version, magic in ((0, 0), (3, 1)):
+        old = fetch(version, 1, -1)
+        assert old["error_code"] == 0, old
+        messages = parse_message_set(old["records"])  # type: ignore[arg-type]
+        assert [(m.offset, m.value) for m in messages] == [(1, b"y")]
+        assert old["records"][16] == magic  # type: ignore[index]
     at_end = fetch(0, 2, -1)
-    assert at_end["error_code"] == 0 and at_end["high_watermark"] == 2
+    assert at_end["error_code"] == 0 and at_end["high_watermark"] == 2 and not at_end["records"]
+
+
+def test_produce_v0_to_v2_up_converts_and_refuses_corrupt_message_sets(raw: Raw) -> None:
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder  # type: ignore[import-untyped]
+
+    _create(raw, "matrix-old")
+
+    def message_set(magic: int, codec: int, values: list[bytes]) -> bytearray:
+        b = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
+        for i, v in enumerate(values):
+            b.append(i, timestamp=NOW_MS if magic else None, key=None, value=v)
+        return bytearray(b.build())
+
+    def produce(version: int, records: bytes) -> dict[str, object]:
+        body = {
+            "acks": 1,
+            "timeout_ms": 5000,
+            "topic_data": [{"name": "matrix-old", "partition_data": [{"index": 0, "records": records}]}],
+        }
+        part: dict[str, object] = raw.call(0, version, body)["responses"][0]["partition_responses"][0]
+        return part
+
+    assert produce(0, message_set(0, 0, [b"a", b"b"]))["base_offset"] == 0
+    assert produce(2, message_set(1, 1, [b"c"]))["base_offset"] == 2  # gzip wrapper
+    broken = message_set(1, 0, [b"d"])
+    broken[-1] ^= 0xFF
+    assert produce(2, bytes(broken))["error_code"] == ErrorCode.CORRUPT_MESSAGE
+    garbage = message_set(1, 1, [b"e"])
+    garbage[-6] ^= 0xFF  # inside the gzip stream; the wrapper CRC is recomputed below
+    garbage[12:16] = struct.pack(">I", zlib.crc32(garbage[16:]))
+    assert produce(2, bytes(garbage))["error_code"] == ErrorCode.CORRUPT_MESSAGE
+    # Nothing of the refused sets was stored: the log holds a, b, c.
+    out = raw.call(
+        1,
+        12,
+        {
+            "replica_id": -1,
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": "matrix-old",
+                    "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+                }
+            ],
+            "forgotten_topics_data": [],
+        },
+    )
+    part = out["responses"][0]["partitions"][0]
+    assert part["high_watermark"] == 3
+    stored = b"".join(bytes(b) for b in [part["records"]])
+    values = [r.value for h in iter_headers(stored) for r in decode_batch(stored, h.position).records]
+    assert values == [b"a", b"b", b"c"]
 
 
 def test_offset_fetch_v8_batched_groups_and_find_coordinator_v4(raw: Raw, broker: BrokerProcess) -> None:

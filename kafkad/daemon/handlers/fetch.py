@@ -19,9 +19,9 @@ Kafka's Partition.fetchRecords, so a consumer detects truncation from the fetch 
 v13+ name topics by id (KIP-516, daemon/topic_ids.py; an unknown id answers UNKNOWN_TOPIC_ID), v15+ carry
 the follower's id in replica_state; v16's node endpoints and v17's replica directory id are left at their
 defaults (no KIP-951 leader hints, no KRaft directories).
-v0-3 read message format v0/v1: kafkad stores v2 batches only and does not down-convert yet, so a
-partition with records to return answers UNSUPPORTED_VERSION (Kafka's answer with
-message.downconversion.enable=false); an empty read is answered normally.
+v0-3 read message format v0 (v0-1) or v1 (v2-3): the v2 batches read are down-converted on a worker
+thread after the long poll (storage/records/legacy.py), as Kafka does with message.downconversion.enable
+(default true): uncompressed messages from the fetch offset on, control batches and headers left out.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from kafkad.daemon import topic_ids
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.replication.partition import Partition
+from kafkad.storage.records import legacy
 
 DEBUGGING_CONSUMER_ID = -2  # Kafka's: reads any replica up to its HW (kafkad-replica-verification)
 SELECTOR_KEY = "replica_selector"  # cluster mode with replica.selector.class: (partition, rack) -> replica
@@ -98,7 +99,6 @@ def _read_all(
     # Kafka: null for read_uncommitted, the (here always empty) list of aborted transactions for
     # read_committed. One shared, never mutated list.
     aborted: list[Any] | None = _NO_ABORTED if body.get("isolation_level", 0) == READ_COMMITTED else None
-    old_format = ctx.version < 4  # message format v0/v1: no down-conversion (see the module docstring)
     for t in body.get("topics") or []:
         if by_id:
             tid = t["topic_id"]
@@ -166,8 +166,6 @@ def _read_all(
                         committed_only=not follower,
                     )
                     if result.size:
-                        if old_format:
-                            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "no down-conversion")
                         out["records"] = list(result.slices)
                         total += result.size
                 else:  # max_bytes reached: no read, but its offset is checked as a read would (Kafka's)
@@ -233,4 +231,18 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             for p in t["partitions"]:
                 if p["records"]:
                     metrics.record_fetch(t["topic"], sum(s.size for s in p["records"]))
+    if ctx.version < 4:  # message format v0/v1 readers
+        magic = 0 if ctx.version < 2 else 1
+        await asyncio.to_thread(_down_convert, body, responses, magic)
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+
+
+def _down_convert(body: Mapping[str, Any], responses: list[dict[str, Any]], magic: int) -> None:
+    """Blocking (a worker thread): each partition's FileSlices read and turned into a v0/v1 message set
+    from its fetch offset on (responses are in the request's order below v13)."""
+    for t_req, t_resp in zip(body.get("topics") or [], responses, strict=True):
+        for p_req, p_resp in zip(t_req["partitions"], t_resp["partitions"], strict=True):
+            slices = p_resp["records"]
+            if slices:
+                data = b"".join(s.read() for s in slices)
+                p_resp["records"] = legacy.down_convert(data, magic, p_req["fetch_offset"])

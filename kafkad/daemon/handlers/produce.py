@@ -1,4 +1,6 @@
-"""Produce (0) v3-11 (v0-2 advertised for old librdkafka's codec gating, answered UNSUPPORTED_VERSION).
+"""Produce (0) v0-11. v0-2 carry message format v0/v1: each partition's message set is checked (CRC,
+compressed wrappers) and up-converted to one v2 batch before the append (storage/records/legacy.py),
+CORRUPT_MESSAGE if broken, INVALID_RECORD for a v2 batch.
 
 Per partition: find the leader Partition, reject zstd below v7 (the only versions where the check can
 apply), check the disk budget, append (storage validates CRC/size/sequence and patches offsets in place).
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kafkad.daemon.handlers import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.replication.partition import Partition
-from kafkad.storage.records import Compression, read_header, validate_client_batches
+from kafkad.storage.records import Compression, legacy, read_header, validate_client_batches
 from kafkad.storage.records.key_check import null_key_indexes
 
 if TYPE_CHECKING:
@@ -109,6 +111,16 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     return _all_failed(request, code)
 
 
+def _up_convert(records: memoryview) -> memoryview:
+    """Produce v0-2 (Kafka's ProduceRequest.validateRecords, then LogValidator's conversion): v2 batches
+    are INVALID_RECORD below v3; a v0/v1 message set becomes one v2 batch, CORRUPT_MESSAGE if broken."""
+    if legacy.magic_of(records) >= 2:
+        raise KafkaError(
+            ErrorCode.INVALID_RECORD, "Produce requests below v3 may only hold message format v0/v1"
+        )
+    return memoryview(legacy.up_convert(records))
+
+
 def _check_compression(records: memoryview) -> None:
     """Below v7 a zstd batch is refused (Kafka: zstd needs Produce v7+); callers skip this from v7 on."""
     pos = 0
@@ -149,6 +161,8 @@ def _append(
         replicas = broker.replicas
         part = replicas.get_or_raise(topic, index)
         view = records if isinstance(records, memoryview) else memoryview(bytearray(records))
+        if version < 3:  # message format v0/v1: checked and up-converted to one v2 batch
+            view = _up_convert(view)
         if version < 7:
             _check_compression(view)
         replicas.check_writable()
@@ -226,8 +240,6 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | N
     body = request.body
     acks = body["acks"]
     version = ctx.header.api_version
-    if version < 3:
-        return _all_failed(request, ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 is not supported")
     if acks not in (-1, 0, 1):
         return _all_failed(request, ErrorCode.INVALID_REQUIRED_ACKS)
     if body.get("transactional_id") is not None:

@@ -139,7 +139,7 @@ def test_produce_errors_and_offsets(tmp_path: Path) -> None:
     assert (r["error_code"], r["base_offset"], r["log_start_offset"]) == (0, 0, 0)
     assert produce(b, 8, 1, batch(b"c"))["responses"][0]["partition_responses"][0]["base_offset"] == 2
     assert produce(b, 8, 0, batch(b"d")) is None  # acks=0: no response
-    assert code(produce(b, 2, 1, batch(b"e"))) == ErrorCode.UNSUPPORTED_VERSION
+    assert code(produce(b, 2, 1, batch(b"e"))) == ErrorCode.INVALID_RECORD  # v2 batch below Produce v3
     assert code(produce(b, 8, 5, batch(b"e"))) == ErrorCode.INVALID_REQUIRED_ACKS
     assert code(produce(b, 8, 1, batch(b"x" * 300))) == ErrorCode.MESSAGE_TOO_LARGE
     assert code(produce(b, 8, 1, batch(b"e"), topic="missing")) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

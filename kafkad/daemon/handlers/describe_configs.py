@@ -1,4 +1,5 @@
-"""DescribeConfigs (32) v0-4 (v0: is_default instead of the source; v3+ documentation stays null): topic (overrides + broker defaults, with their source; in cluster mode the
+"""DescribeConfigs (32) v0-4 (v0: is_default instead of the source; v3+ documentation stays null):
+topic (overrides + broker defaults, with their source; in cluster mode the
 overrides come from ZooKeeper, so every broker answers alike), broker (the table, dynamic values with their
 dynamic source, then Kafka's dynamic names kafkad only stores: config_keys/kafka_only.py) and the broker
 default entity (its dynamic keys only)."""

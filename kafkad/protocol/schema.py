@@ -1,7 +1,8 @@
 """The schema table vocabulary: one `Api` per Kafka API, its request and response as `Field` tuples.
 
-Transcribed from Apache Kafka's `clients/src/main/resources/common/message/*.json`, trimmed to the versions
-kafkad speaks. A field's `versions`/`nullable`/`tagged` are Kafka version-range strings ("3+", "0-4", "2").
+The tables (apis_*.py) are generated from Apache Kafka 3.9's clients/src/main/resources/common/message/*.json
+by scripts/gen_protocol_schema.py. A field's `versions`/`nullable`/`tagged` are Kafka version-range strings
+("3+", "0-4", "2").
 Field types: int8/int16/int32/int64/uint16/float64/bool/string/bytes/records/uuid, "[]int32"-style arrays of
 primitives, "[]" (array of the nested `fields`) and "struct" (a single nested struct).
 """

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkad.election import znodes as Z
+from kafkad.election.admin import new_topic_id
 from kafkad.election.channel import ControllerChannel
 from kafkad.election.context import TP, ControllerContext
 from kafkad.election.log_dir_events import LogDirEvents
@@ -379,11 +380,25 @@ class Controller:
         if got is None:
             return []
         a = Z.TopicZNode.decode(got[0])
+        if a.topic_id is None:
+            a = await self._give_topic_id(topic, a, got[1].version)
         added = [(topic, p) for p in a.partitions if (topic, p) not in self.ctx.assignment]
         self.ctx.add_topic(topic, a.partitions, a.topic_id)
         if a.adding or a.removing:
             self.reassign.resume_from_znodes(topic, a)
         return added
+
+    async def _give_topic_id(self, topic: str, a: Z.TopicAssignment, version: int) -> Z.TopicAssignment:
+        """A topic znode without topic_id (written by an older Kafka or a tool) gets one, as Kafka's
+        controller does for KIP-516 (KafkaController.setTopicIds); fenced on the controller epoch. If the
+        znode changed meanwhile, its data watch reads it again."""
+        with_id = a._replace(topic_id=new_topic_id())
+        try:
+            await self.ops.fenced([SetOp(Z.TopicZNode.path(topic), Z.TopicZNode.encode(with_id), version)])
+        except BadVersionError:
+            return a
+        log.info("gave topic %s the id %s", topic, with_id.topic_id)
+        return with_id
 
     async def _topic_change(self) -> None:
         ctx = self.ctx

@@ -34,9 +34,9 @@ async def _call(host: str, port: int, key: int, version: int, body: dict[str, An
         ch.close()
 
 
-def _metadata_id(c: KafkadCluster, bid: int) -> uuid.UUID | None:
+def _metadata_id(c: KafkadCluster, bid: int, topic: str = TOPIC) -> uuid.UUID | None:
     b = c.broker(bid)
-    body = {"topics": [{"name": TOPIC, "topic_id": uuid.UUID(int=0)}], "allow_auto_topic_creation": False}
+    body = {"topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}], "allow_auto_topic_creation": False}
     out = asyncio.run(_call(b.host, b.port, ApiKey.METADATA, 12, body))
     (t,) = out["topics"]
     tid: uuid.UUID = t["topic_id"]
@@ -86,3 +86,22 @@ def test_topic_ids_come_from_the_topic_znode(
             c.wait_until(lambda b=bid: _metadata_id(c, b), 90, f"broker {bid}'s id after failover")
             == expected
         )
+
+
+def test_a_topic_znode_without_an_id_gets_one(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    """A topic znode written without topic_id (an older Kafka's, or a tool's): the controller gives it one
+    (Kafka's KafkaController.setTopicIds) and every broker serves it."""
+    c = kafkad_cluster(zk_server.connect_string, 2)
+    c.wait_registered([1, 2], timeout_s=60)
+    c.wait_controller(timeout_s=60)
+    c.zk.client.create("/brokers/topics/legacy", b'{"version":1,"partitions":{"0":[1,2]}}')
+    c.wait_until(lambda: c.leader_of("legacy", 0), 60, "a leader for the legacy topic")
+    znode = c.wait_until(
+        lambda: (z := c.zk._json("/brokers/topics/legacy")) and z[0].get("topic_id"), 60, "a topic_id"
+    )
+    expected = uuid.UUID(bytes=base64.urlsafe_b64decode(znode + "=" * (-len(znode) % 4)))
+    for bid in (1, 2):
+        got = c.wait_until(lambda b=bid: _metadata_id(c, b, "legacy"), 60, f"broker {bid}'s id")
+        assert got == expected

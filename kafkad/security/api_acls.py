@@ -23,6 +23,7 @@ from typing import Any
 
 from kafkad.daemon.handlers import Handler, HandlerRegistry, HandlerSpec, RequestContext
 from kafkad.protocol import ErrorCode, KafkaError, Request
+from kafkad.security import api_acls_versions
 from kafkad.security.acl import (
     CLUSTER_NAME,
     CLUSTER_OPERATIONS,
@@ -71,7 +72,11 @@ async def _topics_filtered(
     error_entry: Callable[[Any], Any],
 ) -> Body | None:
     """Run `fn` on the topics `op` is allowed on; the others answer with `error_entry(item)`."""
-    ok, denied = _split(request.body.get(req_key) or (), lambda t: allowed(ctx, op, _T, t[name_key]))
+    ok, denied = _split(
+        request.body.get(req_key) or (),
+        # None: a topic id no topic has (Fetch v13+), left to the handler's UNKNOWN_TOPIC_ID
+        lambda t: t[name_key] is None or allowed(ctx, op, _T, t[name_key]),
+    )
     if not denied:
         return await fn(ctx, request)
     resp = await fn(ctx, _with(request, **{req_key: ok}))
@@ -107,7 +112,10 @@ def _per_topic(
     parts = _partitions(req_parts, idx_in, idx_out, **extra)
 
     def entry(t: Any) -> Any:
-        return {name_key: t[name_key], resp_parts: parts(t)}
+        e = {name_key: t[name_key], resp_parts: parts(t)}
+        if "topic_id" in t:  # Fetch v13+ answers by id
+            e["topic_id"] = t["topic_id"]
+        return e
 
     def wrap(fn: Handler) -> Handler:
         async def h(ctx: RequestContext, request: Request) -> Body | None:
@@ -141,7 +149,9 @@ def _fetch_pre(ctx: RequestContext, request: Request, parts: Callable[[Any], lis
     return {
         "error_code": 0,
         "session_id": 0,
-        "responses": [{"topic": t["topic"], "partitions": parts(t)} for t in topics],
+        "responses": [
+            {"topic": t["topic"], "topic_id": t["topic_id"], "partitions": parts(t)} for t in topics
+        ],
     }
 
 
@@ -217,6 +227,8 @@ def _wrap_describe_cluster(fn: Handler) -> Handler:
 
 def _wrap_offset_fetch(fn: Handler) -> Handler:
     async def h(ctx: RequestContext, request: Request) -> Body | None:
+        if ctx.version >= 8:
+            return await api_acls_versions.offset_fetch_groups(ctx, request, fn)
         require_group(ctx, Operation.DESCRIBE, request.body["group_id"])
         topics = request.body.get("topics")
         if topics is None:  # every committed offset: list only the describable topics
@@ -257,6 +269,16 @@ def _wrap_group(op: Operation) -> Callable[[Handler], Handler]:
 def _wrap_find_coordinator(fn: Handler) -> Handler:
     async def h(ctx: RequestContext, request: Request) -> Body | None:
         key_type = request.body.get("key_type", 0)
+        if ctx.version >= 4:
+
+            def key_error(key: str) -> ErrorCode | None:
+                if key_type == 0 and not allowed(ctx, Operation.DESCRIBE, _G, key):
+                    return ErrorCode.GROUP_AUTHORIZATION_FAILED
+                if key_type == 1 and not allowed(ctx, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+                    return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                return None
+
+            return await api_acls_versions.find_coordinator_keys(ctx, request, fn, key_error)
         if key_type == 0:
             require_group(ctx, Operation.DESCRIBE, request.body["key"])
         elif key_type == 1 and not allowed(
@@ -326,6 +348,8 @@ def _wrap_create_topics(fn: Handler) -> Handler:
 
 def _wrap_delete_topics(fn: Handler) -> Handler:
     async def h(ctx: RequestContext, request: Request) -> Body | None:
+        if ctx.version >= 6:
+            return await api_acls_versions.delete_topics_v6(ctx, request, fn)
         names = request.body.get("topic_names") or ()
         ok, denied = _split(names, lambda n: allowed(ctx, Operation.DELETE, _T, n))
         resp = await fn(ctx, _with(request, topic_names=ok)) if denied else await fn(ctx, request)
@@ -404,7 +428,11 @@ def _describable(ctx: RequestContext, resp: Body | None) -> Body | None:
     if resp is None:
         return None
     out = dict(resp)
-    out["topics"] = [t for t in resp.get("topics") or () if allowed(ctx, Operation.DESCRIBE, _T, t["name"])]
+    out["topics"] = [
+        t
+        for t in resp.get("topics") or ()
+        if t["name"] is None or allowed(ctx, Operation.DESCRIBE, _T, t["name"])  # None: unknown topic id
+    ]
     return out
 
 
@@ -447,12 +475,17 @@ def _wrap_metadata_topics(fn: Handler) -> Handler:
         requested = body.get("topics")
         if requested is None or (ctx.version == 0 and not requested):
             return _describable(ctx, await fn(ctx, request))
+        if ctx.version >= 10 and any(t["name"] is None for t in requested):
+            request = api_acls_versions.names_from_ids(ctx, request, "topics", "name")
+            requested = request.body["topics"]
         replicas = ctx.broker.replicas
         auto = bool(body.get("allow_auto_topic_creation", True)) if ctx.version >= 4 else True
         create_all = not auto or allowed(ctx, Operation.CREATE, _C, CLUSTER_NAME)
 
         def ok(t: Any) -> bool:
-            name = t["name"] or ""
+            if t["name"] is None:  # an id no topic has: the handler answers UNKNOWN_TOPIC_ID
+                return True
+            name = t["name"]
             if not allowed(ctx, Operation.DESCRIBE, _T, name):
                 return False
             return create_all or replicas.has_topic(name) or allowed(ctx, Operation.CREATE, _T, name)
@@ -476,7 +509,7 @@ def _wrap_metadata_topics(fn: Handler) -> Handler:
 WRAPPERS: Mapping[int, Callable[[Handler], Handler]] = {
     0: _wrap_produce,
     3: _wrap_metadata,
-    1: _wrap_fetch,
+    1: lambda fn: api_acls_versions.fetch_by_id(_wrap_fetch(fn)),  # v13+ by topic id
     2: _wrap_list_offsets,
     4: _wrap_cluster(Operation.CLUSTER_ACTION),  # LeaderAndIsr
     5: _wrap_cluster(Operation.CLUSTER_ACTION),  # StopReplica

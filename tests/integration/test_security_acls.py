@@ -16,6 +16,7 @@ import confluent_kafka as ck
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from kafkad.protocol import ErrorCode
 from tests.integration.broker_process import BrokerProcess, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -158,6 +159,69 @@ def test_read_only_user(env: Acl) -> None:
         }  # fmt: skip
         codes = {r["topic"]: r["partitions"][0]["error_code"] for r in client.send(1, fetch)["responses"]}
         assert codes == {"secret": 29, "orders": 0}
+
+
+def test_newer_request_forms_are_authorized_per_topic_and_group(env: Acl) -> None:
+    """Issue 23: topics named by id (Fetch v13, Metadata v12, DeleteTopics v6), batched groups (OffsetFetch
+    v8) and batched coordinator keys (FindCoordinator v4) get the same per-topic / per-group checks."""
+    from uuid import UUID
+
+    from kafkad.tools.client import KafkaClient
+    from kafkad.tools.client_security import ClientSecurity
+
+    def sec(user: str) -> ClientSecurity:
+        return ClientSecurity.from_properties(
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": user,
+                "sasl.password": USERS[user],
+            }
+        )
+
+    bootstrap = f"127.0.0.1:{env.sasl_port}"
+    with KafkaClient(bootstrap, security=sec("admin")) as admin:
+        md = admin.conn.send(3, {"topics": None, "allow_auto_topic_creation": False}, version=12)
+        ids = {t["name"]: t["topic_id"] for t in md["topics"]}
+    assert ids["orders"].int != 0 and ids["secret"].int != 0
+    with KafkaClient(bootstrap, security=sec("alice")) as client:
+        send = client.conn.send
+        fetch = {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "session_epoch": -1,
+            "topics": [{"topic_id": ids[t], "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                             "partition_max_bytes": 1 << 20}]}
+                       for t in ("secret", "orders")],
+        }  # fmt: skip
+        got = {
+            r["topic_id"]: r["partitions"][0]["error_code"] for r in send(1, fetch, version=13)["responses"]
+        }
+        assert got == {ids["secret"]: 29, ids["orders"]: 0}
+        by_id = [{"name": None, "topic_id": ids[t]} for t in ("secret", "orders")]
+        md = send(3, {"topics": by_id, "allow_auto_topic_creation": False}, version=12)
+        assert {t["name"]: t["error_code"] for t in md["topics"]} == {"secret": 29, "orders": 0}
+        unknown = send(3, {"topics": [{"name": None, "topic_id": UUID(int=7)}]}, version=12)["topics"][0]
+        assert unknown["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
+        groups = [
+            {"group_id": "g-other", "topics": None},
+            {
+                "group_id": "g-alice",
+                "topics": [{"name": t, "partition_indexes": [0]} for t in ("secret", "orders")],
+            },
+        ]
+        out = {g["group_id"]: g for g in send(9, {"groups": groups}, version=8)["groups"]}
+        assert out["g-other"]["error_code"] == 30
+        codes = {t["name"]: t["partitions"][0]["error_code"] for t in out["g-alice"]["topics"]}
+        assert out["g-alice"]["error_code"] == 0 and codes == {"secret": 29, "orders": 0}
+        keys = send(10, {"key_type": 0, "coordinator_keys": ["g-alice", "g-other"]}, version=4)[
+            "coordinators"
+        ]
+        assert {c["key"]: c["error_code"] for c in keys} == {"g-alice": 0, "g-other": 30}
+        deleted = send(
+            20, {"topics": [{"name": None, "topic_id": ids["secret"]}], "timeout_ms": 5000}, version=6
+        )
+        assert [(r["name"], r["error_code"]) for r in deleted["responses"]] == [("secret", 29)]
+    with KafkaClient(bootstrap, security=sec("admin")) as admin:
+        assert "secret" in admin.metadata(["secret"]).topics
 
 
 def test_describe_cluster_open_to_every_principal(env: Acl) -> None:

@@ -59,6 +59,12 @@ WHEEL="$(ls "$BUILD"/wheels/kafkad-"$VERSION"-*.whl)"
 # Ship the dependency versions the project was tested with: constrain to what the build venv holds.
 "$PYTHON" -m pip freeze --exclude-editable 2>/dev/null | grep -v '^kafkad' >"$BUILD/constraints.txt" || true
 
+# Pure-Python dependencies published only as sdists (pure-sasl, kazoo's DIGEST-MD5) are built into
+# wheels here, so the install below can stay binary-only for the target interpreter.
+for sdist_only in pure-sasl; do
+    "$PYTHON" -m pip wheel -q --no-deps -c "$BUILD/constraints.txt" -w "$BUILD/wheels" "$sdist_only"
+done
+
 log "installing kafkad + deps for CPython $TARGET_PY ($MACHINE) into the stage"
 PLATFORMS=()
 for glibc in 2_17 2_26 2_27 2_28 2_31 2_34; do
@@ -67,7 +73,7 @@ done
 PLATFORMS+=(--platform "manylinux2014_${MACHINE}")
 "$PYTHON" -m pip install -q --target "$SITE" --no-compile --only-binary=:all: \
     --python-version "$TARGET_PY" --implementation cp --abi "$TARGET_ABI" --abi abi3 --abi none \
-    "${PLATFORMS[@]}" -c "$BUILD/constraints.txt" "$WHEEL"
+    "${PLATFORMS[@]}" --find-links "$BUILD/wheels" -c "$BUILD/constraints.txt" "$WHEEL"
 rm -rf "$SITE/bin"  # pip's console scripts point at the build interpreter; ours are below
 
 log "checking compiled extensions against $TARGET_ABI/$MACHINE"

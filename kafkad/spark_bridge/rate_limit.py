@@ -62,4 +62,7 @@ class Backoff:
 
     def delay_ms(self, failures: int) -> int:
         """Delay before the retry following the `failures`-th consecutive failure (1-based)."""
-        return int(min(self.max_ms, self.initial_ms * self.multiplier ** max(0, failures - 1)))
+        # the exponent is capped: past 64 doublings any delay is max_ms, and a float power of a long
+        # outage's failure count overflows (OverflowError after ~1,000 consecutive failures)
+        exponent = min(max(0, failures - 1), 64)
+        return int(min(self.max_ms, self.initial_ms * self.multiplier**exponent))

@@ -193,17 +193,17 @@ def test_endpoint_down_and_failing_requests_delay_shipping_and_lose_nothing(
     uri = f"s3://{bucket}/landing"
     shipper = s3_shipper(logs, uri, S3Options(endpoint_url=proxy.endpoint), copy_chunk_bytes=1 << 20)
     waits: list[float] = []
-    stopped: list[int] = []
+    stopped: list[int] = []  # how many backoffs the proxy's failures had caused before the stop
 
     def hook(seg: Any, copied: int) -> None:
         if seg.topic == "big" and copied >= 6 << 20 and not stopped:
-            stopped.append(copied)
+            stopped.append(len(waits))
             s3.stop()  # mid-upload
 
     def sleep(seconds: float) -> bool:
         waits.append(seconds)
-        if stopped and len(waits) == 4 and s3._server is None:
-            s3.start()  # same port, same objects
+        if stopped and len(waits) == stopped[0] + 4 and s3._server is None:
+            s3.start()  # same port, same objects, after four backoffs while down
         return True
 
     shipper._copy_hook = hook
@@ -215,8 +215,9 @@ def test_endpoint_down_and_failing_requests_delay_shipping_and_lose_nothing(
         proxy.close()
         if s3._server is None:
             s3.start()
-    assert stopped and len(waits) >= 4 and shipper.failures >= 4
-    assert waits[:4] == sorted(waits[:4])  # exponential backoff while down
+    assert stopped and len(waits) >= stopped[0] + 4 and shipper.failures >= 4
+    down = waits[stopped[0] : stopped[0] + 4]
+    assert down == sorted(down) and down[0] < down[-1]  # exponential backoff while down
     assert proxy.killed > 0 and proxy.requests > 100
     assert len({r.segment.path for r in results if r.manifest is not None}) == 16
     assert check_landing(s3, bucket) == 16

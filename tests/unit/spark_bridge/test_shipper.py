@@ -319,3 +319,11 @@ def test_two_sites_with_the_same_topic_share_one_landing(tmp_path: Path) -> None
     assert len(_visible(landing)) == 6 + 4 + 1
     with pytest.raises(ValueError):
         ShipperConfig(site="../etc")
+
+
+def test_backoff_after_a_long_outage_stays_at_its_maximum() -> None:
+    """A landing down for hours fails thousands of times in a row: the delay stays max_ms (a float power
+    of the failure count overflowed after ~1,000 failures and killed the shipper's retry loop)."""
+    backoff = Backoff(100, 30_000)
+    assert [backoff.delay_ms(n) for n in (1, 2, 3)] == [100, 200, 400]
+    assert backoff.delay_ms(1025) == backoff.delay_ms(10**9) == 30_000

@@ -8,9 +8,10 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # their certificates with it); libsystemd-dev + pkg-config to build
 # systemd-python; systemd for `systemd-analyze verify`; rpm to inspect the .rpm; iproute2 for the netns
 # tests; a JRE for Spark; Node.js + npm for kafkajs (installed only if the machine lacks npm); Go and
-# sarama for tests/integration/test_sarama.py (built offline in GOPATH mode).
+# sarama for tests/integration/test_sarama.py (built offline in GOPATH mode); fuse3 (libfuse3 + fusermount3)
+# for the power-loss file system of the chaos tests (tests/chaos/lazyfs.py).
 DEB_TEST_PACKAGES := kcat openssl libsystemd-dev pkg-config systemd rpm iproute2 openjdk-17-jre-headless zookeeper nftables iputils-ping \
-                     golang-go golang-github-shopify-sarama-dev
+                     golang-go golang-github-shopify-sarama-dev fuse3
 # Spark binds the loopback address, not eth0's (environment.md).
 export SPARK_LOCAL_IP := 127.0.0.1
 TEST_TIERS := tests/unit tests/property tests/integration tests/system tests/cluster tests/chaos tests/packaging tests/spark \
@@ -41,7 +42,7 @@ deb-deps:
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
-	@for t in kcat openssl systemd-analyze rpm ip java pkg-config npm go; do \
+	@for t in kcat openssl systemd-analyze rpm ip java pkg-config npm go fusermount3; do \
 	  command -v $$t >/dev/null || { echo "$$t is required by the tests and could not be installed" >&2; exit 1; }; \
 	done
 

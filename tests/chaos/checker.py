@@ -1,8 +1,10 @@
 """Checks a recorded History (history.py) the way Jepsen's Kafka workload does, and reports offenders.
 
 Anomaly classes (each is a list of findings naming the records; an empty list = none found):
-- lost: an acknowledged send whose value no read ever returned (`covered` says whether some read of that
-  partition went past the acknowledged offset; the runner's final drain reads every partition to its end
+- lost: an acknowledged send whose value no read ever returned, or (`read_before`: true) that earlier
+  reads returned but the final read (client `final`, every partition from the beginning to its end, when
+  the history has one) no longer holds: a log truncated below it after it was read (`covered` says whether
+  some read of that partition went past the acknowledged offset; the runner's final drain reads every partition to its end
   after writing a marker, so an uncovered loss is a log that was truncated below an acknowledged offset);
 - duplicate: one value at more than one (partition, offset), among reads and acknowledgements;
 - divergent: one (partition, offset) holding different values for different readers (or for a reader and
@@ -10,7 +12,9 @@ Anomaly classes (each is a list of findings naming the records; an empty list = 
 - nonmonotonic: a reader got an offset <= the one it got before in that partition, with no assignment change
   between them (a group rebalance or a new assign() restarts the order);
 - skipped: a reader jumped over offsets that exist (some other read or acknowledgement saw a record there);
-- failed_read: a send reported as definitely failed whose value was read (the client was told a lie).
+- failed_read: a send reported as definitely failed whose value was read (the client was told a lie);
+- corrupt: a record served whose value no writer ever sent (zeros or bytes of a torn write after a power
+  loss, another record's bytes: what a log recovered from a damaged tail must never serve).
 Unavailability windows are measured, not judged: per partition, every stretch longer than `threshold_s`
 between two acknowledgements (or from the first attempt to the first ack / from the last ack to the last
 attempt) while sends were being attempted, blamed on the latest fault that began before it ended.
@@ -27,7 +31,7 @@ from typing import Any, NamedTuple
 
 from tests.chaos.history import Fault, Op, Outcome
 
-ANOMALY_CLASSES = ("lost", "duplicate", "divergent", "nonmonotonic", "skipped", "failed_read")
+ANOMALY_CLASSES = ("lost", "duplicate", "divergent", "nonmonotonic", "skipped", "failed_read", "corrupt")
 
 
 class Window(NamedTuple):
@@ -99,23 +103,35 @@ def check(ops: Iterable[Op], faults: Sequence[Fault] = (), *, threshold_s: float
     at: dict[tuple[int, int], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     positions: dict[str, set[tuple[int, int]]] = defaultdict(set)
     read_values: set[str] = set()
+    final_values: set[str] = set()
+    has_final = False
     max_read: dict[int, int] = defaultdict(lambda: -1)
     for o in acked.values():
         if o.offset < 0:  # acknowledged without an offset: only its value can be checked (lost)
             continue
         at[(o.partition, o.offset)][o.value].append(f"ack:{o.client}@{o.end:.3f}")
         positions[o.value].add((o.partition, o.offset))
+    sent = {o.value for o in sends}
     n_read = 0
     for o in ops:
         if o.kind != "poll":
             continue
         for rec in o.records:
             n_read += 1
+            if rec.value not in sent:
+                r.anomalies["corrupt"].append(
+                    {"partition": rec.partition, "offset": rec.offset, "value": rec.value[:80],
+                     "read": f"{o.client}@{o.end:.3f}"}
+                )  # fmt: skip
+                continue
             srcs = at[(rec.partition, rec.offset)][rec.value]
             if len(srcs) < 4:  # a few witnesses are enough to name in a report
                 srcs.append(f"read:{o.client}@{o.end:.3f}")
             positions[rec.value].add((rec.partition, rec.offset))
             read_values.add(rec.value)
+            if o.client == "final":
+                final_values.add(rec.value)
+                has_final = True
             max_read[rec.partition] = max(max_read[rec.partition], rec.offset)
     known: dict[int, list[int]] = defaultdict(list)
     for p, off in at:
@@ -124,7 +140,7 @@ def check(ops: Iterable[Op], faults: Sequence[Fault] = (), *, threshold_s: float
         known[p].sort()
 
     for v, o in acked.items():
-        if v not in read_values:
+        if v not in read_values or (has_final and v not in final_values):
             r.anomalies["lost"].append(
                 {
                     "value": v,
@@ -132,6 +148,7 @@ def check(ops: Iterable[Op], faults: Sequence[Fault] = (), *, threshold_s: float
                     "offset": o.offset,
                     "acked_at": round(o.end, 3),
                     "covered": max_read[o.partition] >= o.offset,
+                    "read_before": v in read_values,
                 }
             )
     for v, pos in positions.items():

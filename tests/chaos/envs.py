@@ -6,6 +6,8 @@
   namespace with its own address (netns.py) and ZooKeeper listens on the bridge, so partitions are possible.
   The topic is RF 3 with min.insync.replicas=2; `healthy()` = every broker up, a controller, and every
   partition led with its full ISR (the next fault starts from a whole cluster).
+With `lazyfs=True` each broker's log dir is on LazyFS (lazyfs.py) over that tmpfs, which adds the power-loss
+nemeses (powerloss.py); `overrides` adds broker settings (e.g. log.flush.interval.messages).
 `nemeses(names)` builds the named nemeses for the environment (NEMESES lists every name).
 Leaving an environment without an exception checks every broker's log (tests/integration/log_gate.py): an
 ERROR line or a traceback fails the run unless `expect_errors` names it.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.chaos import wan
+from tests.chaos.lazyfs import LazyMount
 from tests.chaos.nemesis import (
     Brokers,
     DamagedSegment,
@@ -32,6 +35,8 @@ from tests.chaos.nemesis import (
     tmpfs,
 )
 from tests.chaos.netns import ChaosNet
+from tests.chaos.powerloss import KINDS as POWER_KINDS
+from tests.chaos.powerloss import PowerLoss
 from tests.chaos.workload import create_topic
 from tests.cluster.cluster import KafkadCluster, wait_until
 from tests.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
@@ -55,7 +60,8 @@ ZOOKEEPER = ["zk-member-loss", "zk-leader-loss"]
 DISK = ["disk-full-leader", "disk-full-follower", "damaged-segment-leader", "damaged-segment-follower"]
 NETWORK = [f"partition-{k}-{p}" for k in NetPartition.KINDS for p in ("leader", "controller")]
 WAN = list(wan.NAMES)  # lossy links (tests/chaos/wan.py)
-NEMESES = PROCESS + ZOOKEEPER + DISK + NETWORK + WAN
+POWER = [f"power-loss-{k}" for k in POWER_KINDS]
+NEMESES = PROCESS + ZOOKEEPER + DISK + NETWORK + WAN + POWER
 # ERROR lines a nemesis causes on purpose, allowed in every broker's log of a run that includes it (name prefix
 # -> regexes): a full disk is a storage error, which Kafka logs at ERROR too.
 EXPECTED_ERRORS = {"disk-full-": [r"No space left on device"]}
@@ -70,6 +76,7 @@ class ChaosEnv:
     cluster: KafkadCluster | None = None
     zookeeper: ZooKeeperEnsemble | ZooKeeperServer | None = None
     net: ChaosNet | None = None
+    mounts: dict[int, LazyMount] | None = None  # broker id -> the LazyFS under its log dir
 
     def available(self) -> list[str]:
         names = list(PROCESS) + list(DISK)
@@ -79,6 +86,8 @@ class ChaosEnv:
             names += ZOOKEEPER
         if self.net is not None:
             names += NETWORK + WAN
+        if self.mounts is not None:
+            names += POWER
         return names
 
     def nemeses(self, names: Sequence[str] | None = None) -> list[Nemesis]:
@@ -104,6 +113,9 @@ class ChaosEnv:
         if name in ZOOKEEPER:
             assert isinstance(self.zookeeper, ZooKeeperEnsemble)
             return ZooKeeperLoss(self.zookeeper, leader=name == "zk-leader-loss")
+        if name in POWER:
+            assert self.mounts is not None
+            return PowerLoss(b, self.mounts, pick)
         if name.startswith("disk-full-"):
             return DiskFull(b, pick, t, p)
         if name.startswith("damaged-segment-"):
@@ -148,15 +160,31 @@ class ChaosEnv:
 
 
 @contextlib.contextmanager
-def standalone_env(base: Path, partitions: int = 3, fs_bytes: int = 48 << 20) -> Iterator[ChaosEnv]:
-    with tmpfs(base / "fs", fs_bytes) as fs:
+def standalone_env(
+    base: Path,
+    partitions: int = 3,
+    fs_bytes: int = 48 << 20,
+    *,
+    lazyfs: bool = False,
+    overrides: dict[str, str] | None = None,
+) -> Iterator[ChaosEnv]:
+    with tmpfs(base / "fs", fs_bytes) as fs, contextlib.ExitStack() as stack:
+        mounts = {0: stack.enter_context(lazy_mount(fs, base / "mnt"))} if lazyfs else None
         b = BrokerProcess(
-            base / "broker", {"num.partitions": str(partitions), "log.segment.bytes": "1048576"}
+            base / "broker",
+            {"num.partitions": str(partitions), "log.segment.bytes": "1048576", **(overrides or {})},
         )
-        b.data_dir = fs / "data"
+        b.data_dir = (mounts[0].mountpoint if mounts else fs) / "data"
         with b:
             create_topic(b.bootstrap, TOPIC, partitions, 1)
-            yield ChaosEnv(SingleBroker(b), b.bootstrap, TOPIC, partitions)
+            yield ChaosEnv(SingleBroker(b), b.bootstrap, TOPIC, partitions, mounts=mounts)
+
+
+def lazy_mount(fs: Path, mountpoint: Path) -> LazyMount:
+    """LazyFS over `fs`/backing (bookkeeping in `fs`/lazyfs: the same file system, for its renames)."""
+    return LazyMount(
+        fs / "backing", mountpoint, state=fs / "lazyfs", log_path=fs.parent / f"{mountpoint.name}.log"
+    )
 
 
 @contextlib.contextmanager
@@ -168,6 +196,8 @@ def cluster_env(
     netns: bool = False,
     fs_bytes: int = 64 << 20,
     size: int = 3,
+    lazyfs: bool = False,
+    overrides: dict[str, str] | None = None,
 ) -> Iterator[ChaosEnv]:
     with contextlib.ExitStack() as stack:
         net = stack.enter_context(ChaosNet(list(range(1, size + 1)))) if netns else None
@@ -183,21 +213,25 @@ def cluster_env(
             zk.connect_string,
             size,
             chroot=f"/chaos-{uuid.uuid4().hex[:8]}",
-            overrides=CLUSTER_OVERRIDES,
+            overrides={**CLUSTER_OVERRIDES, **(overrides or {})},
             hosts={i: net.addr(i) for i in ids} if net is not None else None,
             ports={i: 9092 for i in ids} if net is not None else None,
             command_prefix={i: net.exec_prefix(i) for i in ids} if net is not None else None,
         )
+        mounts: dict[int, LazyMount] | None = {} if lazyfs else None
         for i in ids:
             fs = stack.enter_context(tmpfs(base / f"fs{i}", fs_bytes))
             c.broker(i).data_dir = fs / "data"
+            if mounts is not None:
+                mounts[i] = stack.enter_context(lazy_mount(fs, base / f"mnt{i}"))
+                c.broker(i).data_dir = mounts[i].mountpoint / "data"
         stack.callback(c.kill_all)  # after the clean stop below, or alone when starting failed
         c.start()
         stack.callback(c.stop)
         c.wait_registered(list(ids), timeout_s=60)
         c.wait_controller(timeout_s=60)
         create_topic(c.bootstrap, TOPIC, partitions, size, {"min.insync.replicas": "2"})
-        env = ChaosEnv(c, c.bootstrap, TOPIC, partitions, cluster=c, zookeeper=zk, net=net)
+        env = ChaosEnv(c, c.bootstrap, TOPIC, partitions, cluster=c, zookeeper=zk, net=net, mounts=mounts)
         wait_until(env.healthy, 60, "a healthy cluster (leaders, full ISR)", detail=c.describe)
         yield env
     c.check_logs()  # after the clean stop, and only when the run itself raised nothing

@@ -62,6 +62,16 @@ def test_lost_write_below_a_truncated_end() -> None:
     assert found["covered"] is False
 
 
+def test_lost_after_it_was_read() -> None:
+    """Read once, then gone from the final read: a log truncated below an acknowledged offset (a leader
+    that came back from a power loss with a shorter log and stayed leader)."""
+    h = _clean()
+    h.add(send("w1", 1.8, 1.9, OK, 1, "read-then-truncated", offset=5))
+    h.add(poll("r1", 1.95, 1.96, [(1, 5, "read-then-truncated")]))
+    (found,) = _only(h, "lost")
+    assert found["value"] == "read-then-truncated" and found["read_before"] is True
+
+
 def test_duplicate() -> None:
     h = _clean()
     h.add(send("w1", 1.8, 1.9, OK, 0, "twice", offset=5))
@@ -70,8 +80,18 @@ def test_duplicate() -> None:
     assert found["positions"] == [(0, 5), (0, 6)]
 
 
+def test_corrupt_record_served() -> None:
+    """A reader got a value no writer sent (a zero-filled tail after a power loss, decoded)."""
+    h = _clean()
+    h.add(poll("r2", 1.4, 1.5, [(0, 5, "\ufffd\x00\x00\x00")]))
+    (found,) = _only(h, "corrupt")
+    assert found["partition"] == 0 and found["offset"] == 5 and found["read"] == "r2@1.500"
+
+
 def test_divergent_offset_between_readers() -> None:
     h = _clean()
+    for v in ("x", "y"):  # both sent, neither acknowledged (a timeout): only their positions disagree
+        h.add(send("w3", 1.3, 1.4, Outcome.UNKNOWN, 0, v, error="_MSG_TIMED_OUT"))
     h.add(poll("r1", 1.4, 1.5, [(0, 5, "x")]))
     h.add(poll("r2", 1.4, 1.5, [(0, 5, "y")]))
     found = _only(h, "divergent")
@@ -105,6 +125,7 @@ def test_gap_without_known_records_is_not_a_skip() -> None:
     h.add(poll("r3", 1.4, 1.5, [(0, 4, "v8")]))
     h.add(poll("r3", 1.6, 1.7, [(0, 40, "far")]))  # nobody ever saw 5..39 (e.g. control records)
     h.add(send("w1", 1.5, 1.6, OK, 0, "far", offset=40))
+    h.add(poll("final", 2.2, 2.3, [(0, 40, "far")]))
     assert check(h.ops).valid, check(h.ops).explain()
 
 
@@ -116,7 +137,7 @@ def test_failed_send_that_was_read() -> None:
 
 
 def test_every_class_has_a_test() -> None:
-    tested = {"lost", "duplicate", "divergent", "nonmonotonic", "skipped", "failed_read"}
+    tested = {"lost", "duplicate", "divergent", "nonmonotonic", "skipped", "failed_read", "corrupt"}
     assert tested == set(ANOMALY_CLASSES)
 
 

@@ -54,17 +54,17 @@ def produce_acked(bootstrap: str, n: int) -> dict[str, tuple[int, int]]:
     return acked
 
 
-def read_all(bootstrap: str) -> dict[str, tuple[int, int]]:
+def read_all(bootstrap: str, topic: str = TOPIC, partitions: int = PARTITIONS) -> dict[str, tuple[int, int]]:
     """Every record of every partition, from the beginning to the high watermark."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "powerloss-read", "enable.auto.commit": False,
                   "log_level": 0})  # fmt: skip
     got: dict[str, tuple[int, int]] = {}
     try:
         ends = {
-            p: c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)[1] for p in range(PARTITIONS)
+            p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)
         }
-        c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        pos = {p: -1 for p in range(PARTITIONS)}
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        pos = {p: -1 for p in range(partitions)}
         for _ in range(2000):
             if all(pos[p] + 1 >= ends[p] for p in ends):
                 break

@@ -271,7 +271,12 @@ def poll_once(
                 errors.append(err.name())
             continue
         value = m.value()
-        recs.append(Rec(int(m.partition() or 0), int(m.offset() or 0), value.decode() if value else ""))
+        # a damaged record must reach the checker ("corrupt"), not fail the decode
+        recs.append(
+            Rec(
+                int(m.partition() or 0), int(m.offset() or 0), value.decode(errors="replace") if value else ""
+            )
+        )
     if recs:
         h.add(Op("poll", client, start, end, Outcome.OK, records=tuple(recs)))
     return recs

@@ -259,10 +259,15 @@ class Controller:
             self.channel.add_broker(b)
         topics = await self.zk.children(Z.BROKER_TOPICS, watch=self._watch_topics)
         await asyncio.gather(*(self._read_topic(t) for t in topics))
-        states = await asyncio.gather(*(self.ops.read_state(tp) for tp in ctx.assignment))
-        for tp, st in zip(list(ctx.assignment), states, strict=True):
-            if st is not None:
-                ctx.leaders[tp] = st
+        got = await asyncio.gather(
+            *(self.zk.get_or_none(Z.PartitionStateZNode.path(*tp)) for tp in ctx.assignment)
+        )
+        written_at: dict[TP, int] = {}  # the zxid of each partition state's last write
+        for tp, g in zip(list(ctx.assignment), got, strict=True):
+            if g is not None:
+                ctx.leaders[tp] = Z.PartitionStateZNode.decode(g[0], g[1].version)
+                written_at[tp] = g[1].mzxid
+        restarted = self._restarted_unseen(written_at)
         for tp in ctx.assignment:
             st = ctx.leaders.get(tp)
             if st is None:
@@ -309,6 +314,8 @@ class Controller:
         self.put("PreferredReplicaElection", self._preferred_znode)
         self.put("PartitionReassignment", self._reassign_znode)
         await self.zk.exists(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)
+        if restarted:
+            self.put("RestartedBrokers", lambda: self._restarted(restarted))
         if self.settings.auto_leader_rebalance:
             self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_timer())
         log.info(
@@ -318,6 +325,34 @@ class Controller:
             len(ctx.topics()),
             len(ctx.assignment),
         )
+
+    def _restarted_unseen(self, written_at: dict[TP, int]) -> list[tuple[TP, int]]:
+        """ISR members (the leader included) whose broker registered again after the partition's state was
+        last written: it restarted while no controller ran (the previous one died with it: a power loss of
+        the controller's appliance), so no BrokerChange took it out of the ISR, and its log may have lost
+        its tail. Left as they are, a leader that came back shorter at the same leader epoch makes the
+        followers truncate acknowledged records away. Only partitions with a live ISR member that did not
+        restart are concerned (after a whole-cluster restart there is nobody better to lead)."""
+        ctx = self.ctx
+        out: list[tuple[TP, int]] = []
+        for tp, zxid in written_at.items():
+            st = ctx.leaders[tp]
+            fresh = [b for b in st.isr if ctx.is_live(b) and ctx.live_brokers[b].epoch > zxid]
+            if fresh and any(ctx.is_live(b) and b not in fresh for b in st.isr):
+                out += [(tp, b) for b in fresh]
+        return out
+
+    async def _restarted(self, replicas: list[tuple[TP, int]]) -> None:
+        """What BrokerChange does for a bounced broker, for the replicas `_restarted_unseen` found: offline
+        (a new leader from the rest of the ISR, out of the ISR), then online again as followers."""
+        brokers = sorted({b for _, b in replicas})
+        log.info(
+            "brokers %s restarted while no controller ran: %d replicas leave their ISRs",
+            brokers,
+            len(replicas),
+        )
+        await self.ops.on_replicas_offline(replicas)
+        await self.ops.on_broker_startup([b for b in brokers if self.ctx.is_live(b)])
 
     # --- brokers ---------------------------------------------------------------------------------------
     def _watch_brokers(self, event: WatchedEvent) -> None:

@@ -286,6 +286,8 @@ class Controller:
         self.elections += 1
         for cb in self._became_active:
             cb(True)
+        if restarted:  # before the first LeaderAndIsr: a restarted leader must not lead again, even briefly
+            await self._restarted(restarted)
         batch = self.ops.batch
         batch.add_update_metadata(ctx.live_ids, list(ctx.leaders))
         for tp in ctx.leaders:
@@ -314,8 +316,6 @@ class Controller:
         self.put("PreferredReplicaElection", self._preferred_znode)
         self.put("PartitionReassignment", self._reassign_znode)
         await self.zk.exists(Z.PREFERRED_REPLICA_ELECTION, watch=self._watch_preferred)
-        if restarted:
-            self.put("RestartedBrokers", lambda: self._restarted(restarted))
         if self.settings.auto_leader_rebalance:
             self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_timer())
         log.info(

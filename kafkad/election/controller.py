@@ -326,33 +326,41 @@ class Controller:
             len(ctx.assignment),
         )
 
-    def _restarted_unseen(self, written_at: dict[TP, int]) -> list[tuple[TP, int]]:
-        """ISR members (the leader included) whose broker registered again after the partition's state was
-        last written: it restarted while no controller ran (the previous one died with it: a power loss of
-        the controller's appliance), so no BrokerChange took it out of the ISR, and its log may have lost
-        its tail. Left as they are, a leader that came back shorter at the same leader epoch makes the
-        followers truncate acknowledged records away. Only partitions with a live ISR member that did not
-        restart are concerned (after a whole-cluster restart there is nobody better to lead)."""
+    def _restarted_unseen(self, written_at: dict[TP, int]) -> dict[TP, set[int]]:
+        """Partitions led by a broker that registered again after the partition state was last written:
+        it restarted while no controller ran (the previous one died with it: a power loss of the controller's
+        appliance), so no BrokerChange moved its leadership, and its log may have lost its tail. Left as is,
+        it leads again at the same leader epoch and the followers truncate acknowledged records away to
+        match it. Maps each such partition to its ISR members that restarted so (the leader among them)."""
         ctx = self.ctx
-        out: list[tuple[TP, int]] = []
+        out: dict[TP, set[int]] = {}
         for tp, zxid in written_at.items():
             st = ctx.leaders[tp]
-            fresh = [b for b in st.isr if ctx.is_live(b) and ctx.live_brokers[b].epoch > zxid]
-            if fresh and any(ctx.is_live(b) and b not in fresh for b in st.isr):
-                out += [(tp, b) for b in fresh]
+            fresh = {b for b in st.isr if ctx.is_live(b) and ctx.live_brokers[b].epoch > zxid}
+            if st.leader in fresh:
+                out[tp] = fresh
         return out
 
-    async def _restarted(self, replicas: list[tuple[TP, int]]) -> None:
-        """What BrokerChange does for a bounced broker, for the replicas `_restarted_unseen` found: offline
-        (a new leader from the rest of the ISR, out of the ISR), then online again as followers."""
-        brokers = sorted({b for _, b in replicas})
+    async def _restarted(self, restarted: dict[TP, set[int]]) -> None:
+        """A new leader (new epoch) from the ISR members that did not restart, where there is one; the ISR
+        stays as it is (a member that only looks alive, its session not expired yet - a whole rack that lost
+        power - must not take the restarted broker out of the ISR: it may be all that is left)."""
         log.info(
-            "brokers %s restarted while no controller ran: %d replicas leave their ISRs",
-            brokers,
-            len(replicas),
+            "%d partitions are led by brokers %s, restarted while no controller ran: electing other leaders",
+            len(restarted),
+            sorted(set().union(*restarted.values())),
         )
-        await self.ops.on_replicas_offline(replicas)
-        await self.ops.on_broker_startup([b for b in brokers if self.ctx.is_live(b)])
+
+        def elector(tp: TP, cur: Z.PartitionState) -> Election | None:
+            fresh = restarted.get(tp, set())
+            if cur.leader not in fresh:
+                return None  # moved meanwhile
+            for b in self.ctx.assignment.get(tp, ()):
+                if b in cur.isr and b not in fresh and self.ctx.is_live(b):
+                    return Election(b, cur.isr)
+            return None
+
+        await self.ops.elect(sorted(restarted), elector)
 
     # --- brokers ---------------------------------------------------------------------------------------
     def _watch_brokers(self, event: WatchedEvent) -> None:

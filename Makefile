@@ -73,9 +73,12 @@ packages: $(VENV)/.test-installed
 
 # `make chaos`: the long fault run (>= 100 cycles of every nemesis against 3 brokers in network namespaces on a
 # 3-node ZooKeeper ensemble); JSON report + availability plot in chaos-report/. CHAOS_ARGS adds options
-# (e.g. CHAOS_ARGS="--seed 42 --cycles 200"); the short mode runs inside `make test` (tests/chaos).
+# (e.g. CHAOS_ARGS="--seed 42 --cycles 200"); the short mode runs inside `make test` (tests/chaos). Then the
+# power-loss scenarios (tests/chaos/powerloss_scenarios.py: 50 whole-rack power losses with Kafka's defaults,
+# 25 of one appliance, 50 of the rack with log.flush.interval.messages=1; POWERLOSS_ARGS adds options).
 chaos: $(VENV)/.test-installed
 	$(PY) -m tests.chaos.main --mode long --out chaos-report $(CHAOS_ARGS)
+	$(PY) -m tests.chaos.powerloss_scenarios --mode long --out chaos-report/powerloss $(POWERLOSS_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check kafkad tests

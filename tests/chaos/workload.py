@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.chaos.history import History, Op, Outcome, Rec, assign
 
@@ -156,6 +156,8 @@ class Writer(_ClientThread):
                 prod.poll(min(0.05, max(0.0, next_at - time.monotonic())))
             except Exception as e:  # recorded; the run is then invalid, the thread keeps writing
                 self.errors.append(f"producer: {e!r}")
+                if isinstance(e, KafkaException) and e.args and e.args[0].fatal():
+                    self._fatal = True  # produce() itself refuses after a fatal error: replace it too
                 time.sleep(0.1)
             if self._fatal:
                 self.errors.append("fatal producer error: producer replaced")

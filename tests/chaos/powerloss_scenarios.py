@@ -11,8 +11,8 @@ the chaos workload (idempotent acks=all producers, an assign() reader, a group c
   converge (0 divergent batches on disk) and no corrupt record may be served;
 - `one-defaults`: one appliance's power loss with the defaults: replication covers it, the history must be
   valid (0 lost, duplicated, divergent...);
-- `rack-flush1`: whole-rack power loss with `log.flush.interval.messages=1`: the history must be valid.
-  Needs issue 18 items 1-2 (fsync before the answer).
+- `rack-flush1`: whole-rack power loss with `log.flush.interval.messages=1` (the fsync comes before the
+  answer, issue 18 items 1-2): the history must be valid.
 
 short: 3 cycles each (inside `make test`, tests/chaos/test_chaos_powerloss.py); long (`make chaos`): 50 rack
 power losses per rack scenario, 25 single ones. Figures per scenario (docs/chaos.md) are printed and

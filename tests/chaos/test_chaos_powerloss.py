@@ -4,8 +4,8 @@ powerloss_scenarios.py). Seed printed; CHAOS_SEED replays.
 - whole rack, Kafka's defaults: the checker sees acknowledged records lost, replicas still converge on disk,
   no corrupt record is served, every partition is writable again after each power loss;
 - one appliance, defaults: a valid history (replication covers it);
-- whole rack, log.flush.interval.messages=1: a valid history; a strict xfail until issue 18 items 1-2
-  (fsync before the answer, branch `durable`) land.
+- whole rack, log.flush.interval.messages=1: a valid history (0 lost, duplicated, divergent): the fsync
+  comes before the answer (issue 18 items 1-2).
 """
 
 from __future__ import annotations
@@ -39,6 +39,5 @@ def test_one_appliance_power_loss_with_defaults_loses_nothing(tmp_path: Path) ->
     _run("one-defaults", tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="needs issue 18 items 1-2 (fsync before the answer, branch durable)")
 def test_rack_power_loss_with_flush_messages_1_loses_nothing(tmp_path: Path) -> None:
     _run("rack-flush1", tmp_path)

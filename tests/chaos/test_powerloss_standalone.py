@@ -5,9 +5,7 @@ cut right after the last answer (kill -9, unsynced data dropped, remount, start)
   file system drops what was not fsynced under a real broker, mmap'd indexes included), and the broker must
   still start and serve only what it was acknowledged for, at the offsets it acknowledged (no corrupt or
   shifted record);
-- `log.flush.interval.messages=1` (fsync before the answer): all 20,000 come back. This needs issue 18
-  items 1-2 (the `durable` work): until then the flush runs after the answer and the test is an expected
-  failure (strict: it turns red, as a reminder to drop the marker, the day it passes).
+- `log.flush.interval.messages=1` (fsync before the answer, issue 18 items 1-2): all 20,000 come back.
 """
 
 from __future__ import annotations
@@ -133,7 +131,6 @@ def test_power_loss_with_defaults_loses_the_unsynced_tail_and_serves_no_corrupt_
     assert_clean_log(b)
 
 
-@pytest.mark.xfail(strict=True, reason="needs issue 18 items 1-2 (fsync before the answer, branch durable)")
 @pytest.mark.parametrize("broker_on_lazyfs", [FLUSH_EACH], indirect=True, ids=["flush-messages-1"])
 def test_power_loss_with_flush_messages_1_keeps_every_acknowledged_record(
     broker_on_lazyfs: tuple[BrokerProcess, LazyMount],

@@ -30,7 +30,7 @@ from kafkad.daemon.groups.group import (
 )
 from kafkad.daemon.groups.rebalance import RebalanceStateMachine
 from kafkad.daemon.groups.store import group_record
-from kafkad.protocol.errors import ErrorCode
+from kafkad.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +305,14 @@ class MembershipCoordinator(RebalanceStateMachine):
         full = {mid: given.get(mid, b"") for mid in group.members}
         try:
             self.store.write(group.group_id, [group_record(group, full)])
-        except Exception:
+        except Exception as e:
+            if isinstance(e, KafkaError) and e.code is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                # its __consumer_offsets partition just moved (Kafka's storeGroup: NOT_COORDINATOR, not an
+                # error of this broker): the members find the new coordinator
+                log.info("group %s: not the coordinator any more (%s)", group.group_id, e)
+                self._reset_and_propagate_sync_error(group, ErrorCode.NOT_COORDINATOR)
+                self._prepare_rebalance(group, "the offsets partition moved")
+                return
             log.exception("group %s: persisting the assignment failed", group.group_id)
             self._reset_and_propagate_sync_error(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
             self._prepare_rebalance(group, "could not persist the assignment")

@@ -1,5 +1,10 @@
+import logging
+
+import pytest
+
 from kafkad.daemon.groups import GroupConfig, GroupState
 from kafkad.protocol.errors import ErrorCode as E
+from kafkad.protocol.errors import KafkaError
 from tests.unit.groups.harness import Harness
 
 
@@ -114,3 +119,18 @@ def test_member_that_does_not_rejoin_is_dropped_at_rebalance_timeout() -> None:
     h.sched.advance(30_000)
     assert ra.j.generation_id == 2 and [m.member_id for m in ra.j.members] == [a]
     assert b not in h.coord.groups["g"].members
+
+
+def test_sync_whose_offsets_partition_moved_answers_not_coordinator(caplog: pytest.LogCaptureFixture) -> None:
+    """The __consumer_offsets partition lost its leadership under a SyncGroup (a power loss elsewhere moved
+    it): Kafka's storeGroup answers NOT_COORDINATOR; it is no error of this broker (no ERROR line)."""
+    h = Harness()
+    a, b = h.join(), h.join()
+    h.sched.advance(6000)
+    gen = a.j.generation_id
+    fb = h.sync(b.j.member_id, gen)
+    h.store.fail_with = KafkaError(E.NOT_LEADER_OR_FOLLOWER, "__consumer_offsets-7: not the leader")
+    with caplog.at_level(logging.INFO):
+        la = h.sync(a.j.member_id, gen, {a.j.member_id: b"A", b.j.member_id: b"B"})
+    assert la.s.error == fb.s.error == E.NOT_COORDINATOR
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

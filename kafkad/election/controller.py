@@ -517,10 +517,14 @@ class Controller:
             self.put("PartitionReassignment", self._reassign_znode)
 
     async def _reassign_znode(self) -> None:
-        got = await self.zk.get_or_none(Z.REASSIGN_PARTITIONS, watch=self._watch_reassign)
-        if got is None:
-            await self.zk.exists(Z.REASSIGN_PARTITIONS, watch=self._watch_reassign)
-            return
+        while True:
+            got = await self.zk.get_or_none(Z.REASSIGN_PARTITIONS, watch=self._watch_reassign)
+            if got is not None:
+                break
+            if await self.zk.exists(Z.REASSIGN_PARTITIONS, watch=self._watch_reassign) is None:
+                return
+            # Created between the two reads: the exists watch is now a data watch that fires only at the
+            # znode's next change (maybe never), so read it now instead of waiting for that.
         moves = Z.ReassignPartitionsZNode.decode(got[0])
         if moves != self.reassign.legacy:
             await self.reassign.from_znode(moves)

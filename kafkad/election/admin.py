@@ -18,13 +18,20 @@ import base64
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from functools import partial
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial, wraps
+from typing import Any, ParamSpec, TypeVar
 
 from kafkad.election import znodes as Z
 from kafkad.election.assignment import assign_new_partitions, assign_replicas, validate_assignment
-from kafkad.election.zk_client import BadVersionError, CreateOp, NodeExistsError, SetOp, ZkClient
+from kafkad.election.zk_client import (
+    ZK_CONNECTION_ERRORS,
+    BadVersionError,
+    CreateOp,
+    NodeExistsError,
+    SetOp,
+    ZkClient,
+)
 from kafkad.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -35,6 +42,28 @@ PREFERRED, UNCLEAN = 0, 1
 
 def new_topic_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def zk_down_is_retriable(fn: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[_R]]:
+    """For the methods requests call: ZooKeeper unreachable (connection lost, session expired) is the
+    retriable REQUEST_TIMED_OUT on the wire with a message saying why, not an UNKNOWN_SERVER_ERROR logged
+    as a broker bug with a traceback. Internal callers that redo their work on reconnect use the
+    unwrapped ZooKeeper calls and still see ZK_CONNECTION_ERRORS."""
+
+    @wraps(fn)
+    async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return await fn(*args, **kwargs)
+        except ZK_CONNECTION_ERRORS as e:
+            raise KafkaError(
+                ErrorCode.REQUEST_TIMED_OUT, f"ZooKeeper is unreachable ({type(e).__name__}); retry"
+            ) from None
+
+    return wrapper
 
 
 class ClusterAdmin:
@@ -68,6 +97,7 @@ class ClusterAdmin:
         """The topic's configs from /config/topics (as last seen), for creating its local logs."""
         return dict(self.topic_configs.get(topic, {}))
 
+    @zk_down_is_retriable
     async def live_brokers(self) -> dict[int, Z.BrokerInfo]:
         ids = await self.zk.children(Z.BROKER_IDS)
         got = await asyncio.gather(*(self.zk.get_or_none(f"{Z.BROKER_IDS}/{i}") for i in ids))
@@ -77,10 +107,12 @@ class ClusterAdmin:
             if g
         }
 
+    @zk_down_is_retriable
     async def topic_exists(self, name: str) -> bool:
         return await self.zk.exists(Z.TopicZNode.path(name)) is not None
 
     # --- CreateTopics -------------------------------------------------------------------------------
+    @zk_down_is_retriable
     async def create_topics(
         self,
         name: str,
@@ -161,6 +193,7 @@ class ClusterAdmin:
             await asyncio.sleep(0.01)
 
     # --- CreatePartitions ---------------------------------------------------------------------------
+    @zk_down_is_retriable
     async def create_partitions(
         self,
         name: str,
@@ -212,6 +245,7 @@ class ClusterAdmin:
             await self._wait_ready(name, count, first=have, timeout_s=timeout_ms / 1000)
 
     # --- DeleteTopics -------------------------------------------------------------------------------
+    @zk_down_is_retriable
     async def delete_topics(
         self, names: Sequence[str], timeout_s: float | None = None
     ) -> dict[str, ErrorCode]:
@@ -255,6 +289,7 @@ class ClusterAdmin:
             await asyncio.wait([changed, fut], return_when=asyncio.FIRST_COMPLETED)
 
     # --- AlterConfigs -------------------------------------------------------------------------------
+    @zk_down_is_retriable
     async def alter_topic_configs(
         self, name: str, configs: Mapping[str, str | None], validate_only: bool = False
     ) -> None:
@@ -273,6 +308,7 @@ class ClusterAdmin:
         return Z.TopicConfigZNode.decode(got[0]) if got else {}
 
     # --- reassignment -------------------------------------------------------------------------------
+    @zk_down_is_retriable
     async def alter_reassignments(self, moves: dict[TP, list[int] | None]) -> dict[TP, ErrorCode]:
         """AlterPartitionReassignments: the controller's job (NOT_CONTROLLER elsewhere, as Kafka)."""
         if self.controller is None or not self.controller.active:
@@ -280,6 +316,7 @@ class ClusterAdmin:
         result: dict[TP, ErrorCode] = await self.controller.alter_reassignments(moves)
         return result
 
+    @zk_down_is_retriable
     async def list_reassignments(
         self, partitions: list[TP] | None
     ) -> dict[TP, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
@@ -301,6 +338,7 @@ class ClusterAdmin:
         return out
 
     # --- elections ----------------------------------------------------------------------------------
+    @zk_down_is_retriable
     async def elect_leaders(self, election_type: int, partitions: list[TP] | None) -> dict[TP, ErrorCode]:
         if self.controller is None or not self.controller.active:
             raise KafkaError(ErrorCode.NOT_CONTROLLER, "this broker is not the controller")
@@ -351,6 +389,7 @@ class ZkProducerIds:
             except BadVersionError:
                 continue
 
+    @zk_down_is_retriable
     async def allocate(self) -> int:
         async with self._lock:
             if self._next > self._end:

@@ -12,6 +12,7 @@ run is reproducible; `down` makes it refuse every connection.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import select
@@ -101,6 +102,7 @@ class FlakyProxy:
         self._sock = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]
         self._stop = threading.Event()
+        self._open: set[socket.socket] = set()  # clients' connections being piped
         threading.Thread(target=self._accept, daemon=True, name="flaky-proxy").start()
 
     @property
@@ -110,6 +112,15 @@ class FlakyProxy:
     def close(self) -> None:
         self._stop.set()
         self._sock.close()
+
+    def go_down(self) -> None:
+        """The endpoint is gone: new connections are refused and the open ones cut at once (a pooled
+        keep-alive connection must not carry a request through the outage)."""
+        self.down = True
+        with self._lock:
+            for c in list(self._open):
+                with contextlib.suppress(OSError):
+                    c.shutdown(socket.SHUT_RDWR)
 
     def _fail(self) -> bool:
         with self._lock:
@@ -137,6 +148,8 @@ class FlakyProxy:
             client.close()
             return
         socks = [client, upstream]
+        with self._lock:
+            self._open.add(client)
         try:
             while not self._stop.is_set() and not self.down:
                 readable, _, _ = select.select(socks, [], [], 0.5)
@@ -150,5 +163,7 @@ class FlakyProxy:
         except OSError:
             return
         finally:
+            with self._lock:
+                self._open.discard(client)
             for s in socks:
                 s.close()

@@ -134,14 +134,13 @@ def _read_all(
             }
             try:
                 if not part.is_leader and not (
-                    replica_id == DEBUGGING_CONSUMER_ID
-                    or (from_any_replica and client_rack and part.leader_epoch >= 0)
+                    replica_id == DEBUGGING_CONSUMER_ID or (from_any_replica and part.leader_epoch >= 0)
                 ):
-                    # A consumer reads a follower only where a leader can have sent it (KIP-392: it names
-                    # its rack), and never a log no LeaderAndIsr made a replica yet (a restarted broker's
-                    # loaded log, which Kafka does not host until then). A consumer with stale metadata
-                    # then asks again instead of getting OFFSET_OUT_OF_RANGE from a replica that lost its
-                    # tail (power loss) and resetting to the beginning.
+                    # A consumer reads a follower from Fetch v11 (KIP-392: Kafka builds client metadata
+                    # for every v11+ fetch, rack or not), but never a log no LeaderAndIsr made a replica
+                    # yet (a restarted broker's loaded log, which Kafka does not host until then). A
+                    # consumer with stale metadata then asks again instead of getting OFFSET_OUT_OF_RANGE
+                    # from a replica that lost its tail (power loss) and resetting to the beginning.
                     raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 epoch = p.get("current_leader_epoch", -1)
                 if epoch != part.leader_epoch and epoch >= 0:  # Fetch v9+ (KIP-320)

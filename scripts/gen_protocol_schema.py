@@ -73,6 +73,19 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "DescribeCluster",
         ),
     ),
+    "apis_transactions": (
+        "transactions: the coordinator's APIs, markers, transactional offsets, producer state",
+        (
+            "AddPartitionsToTxn",
+            "AddOffsetsToTxn",
+            "EndTxn",
+            "WriteTxnMarkers",
+            "TxnOffsetCommit",
+            "DescribeProducers",
+            "DescribeTransactions",
+            "ListTransactions",
+        ),
+    ),
     "apis_security": (
         "ACLs and SCRAM credentials",
         (

@@ -17,6 +17,7 @@ from kafkad.protocol import (
     apis_groups,
     apis_operations,
     apis_security,
+    apis_transactions,
 )
 from kafkad.protocol.compiler import StructReader, StructWriter, compile_struct
 from kafkad.protocol.schema import Api
@@ -99,7 +100,15 @@ def _collect(*modules: object) -> dict[int, Api]:
 
 
 SCHEMAS: Mapping[int, Api] = MappingProxyType(
-    _collect(apis_core, apis_groups, apis_admin, apis_cluster, apis_security, apis_operations)
+    _collect(
+        apis_core,
+        apis_groups,
+        apis_admin,
+        apis_cluster,
+        apis_security,
+        apis_operations,
+        apis_transactions,
+    )
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kafkad.daemon.config_docs import render_markdown
+from kafkad.config.docs import render_markdown
 
 START, END = "<!-- config-reference:start", "<!-- config-reference:end"
 

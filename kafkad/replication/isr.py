@@ -4,7 +4,7 @@
 isr, controller_epoch, and the znode's zkVersion (Kafka's partition epoch). The leader of a partition shrinks
 or expands its ISR through an `IsrUpdater` (Kafka <= 2.6: the leader writes the znode itself, conditional on
 the zkVersion it knows, and records an /isr_change_notification so the controller propagates the change).
-The election engineer's `election/isr_writer.py` implements it; unit tests use an in-memory fake.
+The election engineer's `cluster/isr_writer.py` implements it; unit tests use an in-memory fake.
 """
 
 from __future__ import annotations

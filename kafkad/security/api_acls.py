@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kafkad.daemon.handlers import Handler, HandlerRegistry, HandlerSpec, RequestContext
+from kafkad.network.registry import Handler, HandlerRegistry, HandlerSpec, RequestContext
 from kafkad.protocol import ErrorCode, KafkaError, Request
 from kafkad.security import api_acls_versions
 from kafkad.security.acl import (

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kafkad.daemon.handlers import Handler, RequestContext
+from kafkad.network.registry import Handler, RequestContext
 from kafkad.protocol import ErrorCode, Request
 from kafkad.security.acl import Operation, ResourceType
 from kafkad.security.authz import allowed
@@ -25,7 +25,7 @@ def _with(request: Request, **changes: Any) -> Request:
 
 
 def topic_name(ctx: RequestContext, tid: uuid.UUID) -> str | None:
-    """The topic with id `tid` (daemon/topic_ids.py's rule, through the broker the context carries, as
+    """The topic with id `tid` (cluster/topic_ids.py's rule, through the broker the context carries, as
     security may not import daemon modules): the metadata cache in cluster mode, the local logs standalone."""
     if tid.int == 0:
         return None

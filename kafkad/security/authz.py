@@ -12,7 +12,7 @@ from kafkad.protocol import ErrorCode, KafkaError
 from kafkad.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 if TYPE_CHECKING:
-    from kafkad.daemon.handlers import RequestContext
+    from kafkad.network.registry import RequestContext
 
 ANONYMOUS = "User:ANONYMOUS"
 

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 from kafkad.security.settings import METRICS_TLS, Protocol, SecurityConfig
 
 if TYPE_CHECKING:
-    from kafkad.daemon.dispatcher import Dispatcher
-    from kafkad.election.zk_client import ZkClient
+    from kafkad.network.dispatcher import Dispatcher
     from kafkad.security.acl import AclBinding, Authorizer
     from kafkad.security.acl_store import AclStore
     from kafkad.security.credentials import CredentialStore
     from kafkad.security.session import Authenticators, Session
     from kafkad.security.tls import TlsReloader
     from kafkad.security.zk_store import ZkSecurityStore
+    from kafkad.zk.client import ZkClient
 
 # credentials.FILE_NAME and acl_store.FILE_NAME, named here so that startup need not import them
 CREDENTIALS_FILE = "kafkad-scram-credentials.json"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkad.daemon.dispatcher import CloseConnection, Dispatcher, Outcome
+from kafkad.network.dispatcher import CloseConnection, Dispatcher, Outcome
 from kafkad.security.credentials import CredentialStore
 from kafkad.security.scram import MECHANISMS, ScramError, ScramServer
 from kafkad.security.settings import ListenerSecurity

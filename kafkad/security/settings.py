@@ -16,7 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # a type only: at run time security.settings imports nothing of the daemon's
-    from kafkad.daemon.config_defs import ConfigValue
+    from kafkad.config.defs import ConfigValue
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -22,8 +22,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kafkad.election.change_notifications import purge_obsolete
-from kafkad.election.zk_client import (
+from kafkad.security.acl import AclBinding, PatternType, ResourceType
+from kafkad.security.acl_store import TYPE_NAMES, TYPES, binding_from_json, entry_json
+from kafkad.security.scram import ScramCredential
+from kafkad.zk.client import (
     ZK_CONNECTION_ERRORS,
     NodeExistsError,
     NoNodeError,
@@ -32,9 +34,7 @@ from kafkad.election.zk_client import (
     ZkState,
     session_event,
 )
-from kafkad.security.acl import AclBinding, PatternType, ResourceType
-from kafkad.security.acl_store import TYPE_NAMES, TYPES, binding_from_json, entry_json
-from kafkad.security.scram import ScramCredential
+from kafkad.zk.notifications import purge_obsolete
 
 log = logging.getLogger(__name__)
 

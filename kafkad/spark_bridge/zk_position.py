@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, NamedTuple, TypeVar
 
-from kafkad.election.zk_client import BadVersionError, NodeExistsError, ZkClient
+from kafkad.zk.client import BadVersionError, NodeExistsError, ZkClient
 
 log = logging.getLogger(__name__)
 

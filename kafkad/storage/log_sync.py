@@ -14,7 +14,7 @@ partition at one request per disk flush; instead `LogSync` does what databases c
   to, the indexes, the directory when a segment was created), which fsyncs up to the log end it reads
   *on the thread*, so everything appended while the previous job ran, by any number of requests, is
   covered by the one new fsync.
-- The daemon lowers the GIL switch interval (daemon/main.py): the job's thread must take the GIL back
+- The daemon lowers the GIL switch interval (service/main.py): the job's thread must take the GIL back
   from the busy loop thread after each syscall, which took up to 5 ms per syscall at Python's default.
 - When the job ends (back on the loop) `on_synced(plog)` hears of every log whose recovery point moved
   (the partition's HW may have waited for it), then every waiter whose offset the new recovery point

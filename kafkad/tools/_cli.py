@@ -71,8 +71,8 @@ def security_of(args: argparse.Namespace) -> ClientSecurity | None:
     """TLS/SASL settings from --command-config (a Kafka client properties file), or None."""
     if not args.command_config:
         return None
-    from kafkad.daemon.properties import PropertiesSyntaxError
-    from kafkad.daemon.properties import parse_properties as parse_file
+    from kafkad.config.properties import PropertiesSyntaxError
+    from kafkad.config.properties import parse_properties as parse_file
     from kafkad.tools.client_security import ClientSecurity
 
     try:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kafkad.election.assignment import assign_replicas  # Kafka's placement (a pure function)
+from kafkad.controller.assignment import assign_replicas  # Kafka's placement (a pure function)
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError
 from kafkad.tools._cli import bootstrap_of, parse_args, run, tool_parser
 from kafkad.tools.client import KafkaClient, ToolError, check, error_class_name

@@ -21,8 +21,8 @@ def bootstrap_from_zookeeper(connect: str, timeout_s: float = 15.0) -> str:
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoNodeError
 
-    from kafkad.election.zk_security import build_zk_security, kazoo_options
     from kafkad.security.settings import SecurityConfigError
+    from kafkad.zk.security import build_zk_security, kazoo_options
 
     try:
         security = build_zk_security({}, os.environ)

@@ -98,7 +98,7 @@ _DEFAULTS: dict[str, object] = {
 
 def _tls_values(path: str | None) -> dict[str, object]:
     """The typed ZooKeeper TLS keys of --zk-tls-config-file (Kafka's defaults for the others)."""
-    from kafkad.daemon.properties import PropertiesSyntaxError, parse_properties
+    from kafkad.config.properties import PropertiesSyntaxError, parse_properties
 
     values = dict(_DEFAULTS)
     if path is None:
@@ -138,10 +138,10 @@ async def migrate(
     path_check: bool,
 ) -> int:
     """Set the ACLs; returns how many znodes were changed."""
-    from kafkad.election.zk_acls import default_acls
-    from kafkad.election.zk_client import NoNodeError, ZkClient
-    from kafkad.election.zk_security import ZkSecurity, build_zk_security
     from kafkad.security.settings import SecurityConfigError
+    from kafkad.zk.acls import default_acls
+    from kafkad.zk.client import NoNodeError, ZkClient
+    from kafkad.zk.security import ZkSecurity, build_zk_security
 
     try:  # the identity check of zookeeper.set.acl=true applies to both directions (Kafka's too)
         found = build_zk_security({**values, "zookeeper.set.acl": True}, os.environ)  # type: ignore[dict-item]

@@ -105,16 +105,16 @@ def inproc(runs: int, number: int, cprofile: bool) -> None:
     import statistics
     import tempfile
 
+    from kafkad.api import load_handlers
+    from kafkad.api.broker import Broker
     from kafkad.clock import SystemClock
-    from kafkad.daemon.broker import Broker
-    from kafkad.daemon.config import load_config
-    from kafkad.daemon.dispatcher import Dispatcher
-    from kafkad.daemon.groups.service import coordinator_for
-    from kafkad.daemon.handlers import load_handlers
-    from kafkad.daemon.metrics import BrokerMetrics
-    from kafkad.daemon.producer_ids import ProducerIdManager
+    from kafkad.cluster.producer_ids import ProducerIdManager
+    from kafkad.config.broker_config import load_config
+    from kafkad.coordinator.group.service import coordinator_for
+    from kafkad.network.dispatcher import Dispatcher
     from kafkad.protocol import ApiKey, RequestHeader, encode_request
     from kafkad.replication.manager import ReplicaManager
+    from kafkad.service.metrics import BrokerMetrics
     from kafkad.storage.log_manager import LogManager
 
     def frame(idx: int, corr: int, offset: int) -> bytearray:

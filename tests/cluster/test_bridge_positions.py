@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafkad.election.zk_client import ZkClient
 from kafkad.spark_bridge.zk_position import ZkPositionStore, decode, position_path
+from kafkad.zk.client import ZkClient
 from tests.cluster.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(120)]

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from kafkad.election import znodes as Z
-from kafkad.election.context import TP, ControllerContext
-from kafkad.election.partition_ops import PartitionOps
-from kafkad.election.state_machines import PartitionStateName
-from kafkad.election.zk_client import ZkClient
+from kafkad.controller.context import TP, ControllerContext
+from kafkad.controller.partition_ops import PartitionOps
+from kafkad.controller.state_machines import PartitionStateName
+from kafkad.zk import znodes as Z
+from kafkad.zk.client import ZkClient
 from tests.cluster.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(60)]

@@ -190,9 +190,9 @@ def test_leader_kill9_and_sigterm_move_leadership(
 def test_frozen_controller_is_fenced(
     zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
 ) -> None:
-    from kafkad.election.context import ControllerContext
-    from kafkad.election.partition_ops import ControllerMovedError, PartitionOps
-    from kafkad.election.zk_client import SetOp, ZkClient
+    from kafkad.controller.context import ControllerContext
+    from kafkad.controller.partition_ops import ControllerMovedError, PartitionOps
+    from kafkad.zk.client import SetOp, ZkClient
 
     c = kafkad_cluster(zk_server.connect_string, 3)
     c.wait_registered([1, 2, 3], timeout_s=30)

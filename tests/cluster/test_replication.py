@@ -276,7 +276,7 @@ def test_group_coordinator_follows_offsets_leadership(
     from kafka import TopicPartition as KpTopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    from kafkad.daemon.groups.records import partition_for
+    from kafkad.coordinator.group.records import partition_for
 
     # a confluent-kafka group and a kafka-python group whose offsets live in the same __consumer_offsets
     # partition, so one kill -9 takes away the coordinator of both

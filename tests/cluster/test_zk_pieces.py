@@ -1,4 +1,4 @@
-"""The ZooKeeper-facing pieces of election/ against a real ZooKeeper (no kafkad): the kazoo bridge, the
+"""The ZooKeeper-facing pieces of zk/ and controller/ against a real ZooKeeper (no kafkad): the kazoo bridge, the
 IsrWriter (replication's IsrUpdater) and producer-id blocks."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkad.election import znodes as Z
-from kafkad.election.admin import ZkProducerIds
-from kafkad.election.isr_writer import IsrWriter
-from kafkad.election.zk_client import BadVersionError, CheckOp, CreateOp, NodeExistsError, SetOp, ZkClient
+from kafkad.cluster.isr_writer import IsrWriter
+from kafkad.controller.admin import ZkProducerIds
 from kafkad.replication.isr import LeaderAndIsr
+from kafkad.zk import znodes as Z
+from kafkad.zk.client import BadVersionError, CheckOp, CreateOp, NodeExistsError, SetOp, ZkClient
 from tests.cluster.cluster import KafkadCluster
 from tests.cluster.zookeeper import ZooKeeperServer
 

@@ -1,6 +1,6 @@
 """BrokerProcess: a real `kafkad` process for integration tests (shared by every integration module).
 
-Starts `python -m kafkad.daemon.main` with a generated server.properties in a tmp dir, on 127.0.0.1 and a
+Starts `python -m kafkad.service.main` with a generated server.properties in a tmp dir, on 127.0.0.1 and a
 free port that stays the same across restarts (clients keep their bootstrap). Startup waits for the
 "started" log line and a TCP connect; a process that dies or stays silent fails the test loudly with its
 log. stdout/stderr go to `<dir>/kafkad.log` (appended across restarts).
@@ -134,7 +134,7 @@ class BrokerProcess:
                     *self.command_prefix,
                     sys.executable,
                     "-m",
-                    "kafkad.daemon.main",
+                    "kafkad.service.main",
                     "--config",
                     str(self.config_path),
                 ],

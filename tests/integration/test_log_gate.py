@@ -13,22 +13,22 @@ from tests.integration.log_gate import entries, unexpected_errors
 
 CLEAN = (
     "--- start 04:16:32 ---\n"
-    "2026-11-27 04:16:32,101 INFO    kafkad.daemon.main: kafkad 0.1 started: PLAINTEXT://127.0.0.1:9092\n"
-    "2026-11-27 04:16:33,202 WARNING kafkad.daemon.connection: 127.0.0.1:5555: a request's handler was "
+    "2026-11-27 04:16:32,101 INFO    kafkad.service.main: kafkad 0.1 started: PLAINTEXT://127.0.0.1:9092\n"
+    "2026-11-27 04:16:33,202 WARNING kafkad.network.connection: 127.0.0.1:5555: a request's handler was "
     "cancelled; closing the connection\n"
 )
 WRITER_RACE = (
-    "2026-11-27 04:16:34,303 ERROR   kafkad.daemon.connection: 127.0.0.1:5555: response writer failed\n"
+    "2026-11-27 04:16:34,303 ERROR   kafkad.network.connection: 127.0.0.1:5555: response writer failed\n"
     "Traceback (most recent call last):\n"
-    '  File "kafkad/daemon/connection.py", line 372, in _writer\n'
+    '  File "kafkad/network/connection.py", line 372, in _writer\n'
     "    self._slots.popleft()\n"
     "IndexError: pop from an empty deque\n"
-    "2026-11-27 04:16:35,404 INFO    kafkad.daemon.server: stopped\n"
+    "2026-11-27 04:16:35,404 INFO    kafkad.network.server: stopped\n"
 )
 BARE_TRACEBACK = (  # an exception that escaped every handler, written to stderr without a log record
     "--- start 04:17:00 ---\n"
     "Traceback (most recent call last):\n"
-    '  File "kafkad/daemon/main.py", line 80, in main\n'
+    '  File "kafkad/service/main.py", line 80, in main\n'
     "RuntimeError: boom\n"
 )
 

@@ -1,6 +1,6 @@
 """`kafkad --check-config`: every effective value with its source (file:line, drop-in:line, override, default).
 
-Runs the real command line (`python -m kafkad.daemon.main`) on a server.properties with a `.d/` drop-in dir.
+Runs the real command line (`python -m kafkad.service.main`) on a server.properties with a `.d/` drop-in dir.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 def _check_config(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kafkad.daemon.main", "--check-config", *args],
+        [sys.executable, "-m", "kafkad.service.main", "--check-config", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -135,7 +135,7 @@ def test_taken_port_is_one_clear_line_not_a_traceback(tmp_path: Path) -> None:
             f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path / 'data'}\nbroker.id=0\n"
         )
         proc = subprocess.run(
-            [sys.executable, "-m", "kafkad.daemon.main", "--config", str(config)],
+            [sys.executable, "-m", "kafkad.service.main", "--config", str(config)],
             capture_output=True,
             text=True,
             timeout=120,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from kafkad.daemon.handlers.produce import MAX_RECORD_ERRORS
+from kafkad.api.produce import MAX_RECORD_ERRORS
 from kafkad.protocol import ApiKey, ErrorCode
 from kafkad.storage.records import Compression, SimpleRecord, build_batch
 from tests.integration.broker_process import BrokerProcess

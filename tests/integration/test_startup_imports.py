@@ -1,6 +1,6 @@
 """Import discipline of a running broker: a configuration loads only the code it uses (issue 21 item 3).
 
-Each case starts kafkad in a fresh interpreter the way `kafkad.daemon.main` does (load_config, then
+Each case starts kafkad in a fresh interpreter the way `kafkad.service.main` does (load_config, then
 `run` under uvloop), waits until its listener accepts a connection, and reads `sys.modules` there. A
 PLAINTEXT standalone broker must not have imported the ZooKeeper client, the controller, the Spark
 bridge, TLS/SASL/SCRAM, prometheus_client or psutil (of the election and bridge packages only the settings
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import uvloop
 
-from kafkad.daemon.main import _setup_logging, load_config, run
+from kafkad.service.main import _setup_logging, load_config, run
 
 data, port, overrides = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 _setup_logging("WARNING")
@@ -70,12 +70,12 @@ NOT_IN_STANDALONE_PLAINTEXT = (
     "prometheus_client",
     "psutil",
     "importlib.metadata",  # the crc32c package's __init__ (kafkad.storage.crc loads its extension only)
-    "kafkad.election.zk_client",
-    "kafkad.election.controller",
-    "kafkad.daemon.cluster_mode",
-    "kafkad.daemon.replication_service",
-    "kafkad.daemon.bridge_service",
-    "kafkad.daemon.metrics",
+    "kafkad.zk.client",
+    "kafkad.controller.controller",
+    "kafkad.cluster.zk_mode",
+    "kafkad.cluster.replication_service",
+    "kafkad.service.bridge_service",
+    "kafkad.service.metrics",
     "kafkad.security.scram",
     "kafkad.security.credentials",
     "kafkad.security.session",
@@ -87,9 +87,9 @@ NOT_IN_STANDALONE_PLAINTEXT = (
 
 # What this configuration does use: its absence would mean the probe never saw a started broker.
 IN_STANDALONE = (
-    "kafkad.daemon.handlers.produce",
-    "kafkad.daemon.handlers.sasl",  # registered (ApiVersions lists it) even without SASL listeners
-    "kafkad.daemon.groups.service",
+    "kafkad.api.produce",
+    "kafkad.api.sasl",  # registered (ApiVersions lists it) even without SASL listeners
+    "kafkad.coordinator.group.service",
     "kafkad.storage.cleaner",  # log.cleaner.enable defaults to true
     "kafkad.security.runtime",
 )
@@ -112,20 +112,25 @@ def _modules_of_started_broker(tmp_path: Path, *overrides: str) -> set[str]:
 
 # Settings vocabularies the configuration is parsed into (BrokerConfig's fields), whatever it sets:
 # the only modules of these packages a standalone broker may load.
-CONFIG_VOCABULARY = {"kafkad.election.zk_security", "kafkad.spark_bridge.s3"}
+CONFIG_VOCABULARY = {"kafkad.zk.security", "kafkad.spark_bridge.s3"}
 
 
 def test_plaintext_standalone_imports_only_what_it_uses(tmp_path: Path) -> None:
     mods = _modules_of_started_broker(tmp_path)
     assert sorted(m for m in NOT_IN_STANDALONE_PLAINTEXT if m in mods) == []
-    packages = ("kafkad.election.", "kafkad.spark_bridge.")
+    packages = (
+        "kafkad.zk.",
+        "kafkad.controller.",
+        "kafkad.cluster.isr_writer",
+        "kafkad.spark_bridge.",
+    )
     assert sorted(m for m in mods if m.startswith(packages) and m not in CONFIG_VOCABULARY) == []
     assert sorted(m for m in IN_STANDALONE if m not in mods) == []
 
 
 def test_metrics_listener_loads_the_metrics(tmp_path: Path) -> None:
     mods = _modules_of_started_broker(tmp_path, f"metrics.listeners=http://127.0.0.1:{free_port()}")
-    assert {"prometheus_client", "psutil", "kafkad.daemon.metrics"} <= mods
+    assert {"prometheus_client", "psutil", "kafkad.service.metrics"} <= mods
     assert "kafkad.security.scram" not in mods
 
 

@@ -351,7 +351,7 @@ def _cases(topic: str, group: str) -> dict[int, Callable[[int], Body]]:
 
 
 def test_every_advertised_api_and_version_agrees_with_kafkas_schema(session_broker: BrokerProcess) -> None:
-    from kafkad.daemon.handlers import load_handlers
+    from kafkad.api import load_handlers
 
     topic, group = f"audit-{uuid.uuid4().hex[:8]}", f"audit-g-{uuid.uuid4().hex[:6]}"
     create_topics(session_broker.bootstrap, {topic: 1})

@@ -89,7 +89,7 @@ EXPECTED_FILES = {
     "/usr/lib/sysusers.d/kafkad.conf",
     "/usr/lib/tmpfiles.d/kafkad.conf",
     "/usr/lib/kafkad/site-packages/kafkad/__init__.py",
-    "/usr/lib/kafkad/site-packages/kafkad/daemon/sdnotify.py",
+    "/usr/lib/kafkad/site-packages/kafkad/service/sdnotify.py",
 }
 BUNDLED = ("uvloop", "crc32c", "cramjam", "kazoo", "psutil", "prometheus_client")
 
@@ -157,7 +157,7 @@ def test_bundled_deps_import_on_python3_11(extracted: Path) -> None:
     extensions = [p for p in site.rglob("*.so") if not p.parent.name.endswith(".libs")]
     assert extensions
     assert all(p.name.endswith((suffix, ".abi3.so")) for p in extensions), extensions
-    probe = "import " + ", ".join((*BUNDLED, "kafkad.daemon.metrics")) + "; print(uvloop.__file__)"
+    probe = "import " + ", ".join((*BUNDLED, "kafkad.service.metrics")) + "; print(uvloop.__file__)"
     result = subprocess.run(
         ["/usr/bin/python3.11", "-s", "-c", probe],
         capture_output=True,

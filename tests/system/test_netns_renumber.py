@@ -97,7 +97,7 @@ class NetnsBroker:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> NetnsBroker:
-        cmd = ["ip", "netns", "exec", self.ns.name, sys.executable, "-m", "kafkad.daemon.main"]
+        cmd = ["ip", "netns", "exec", self.ns.name, sys.executable, "-m", "kafkad.service.main"]
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [*cmd, "--config", str(self.cfg)],

@@ -15,33 +15,55 @@ ROOT = Path(__file__).resolve().parents[2] / "kafkad"
 # Shared leaf modules anyone may import (docs/interfaces.md).
 SHARED = {"kafkad", "kafkad.clock", "kafkad.protocol.errors"}  # "kafkad": its __version__
 
-# security's modules that import nothing of ours at run time: replication and tools may use these only.
+# security's modules that import nothing of ours at run time: replication, zk, config and tools may use these.
 SECURITY_LEAVES = {f"kafkad.security.{m}" for m in ("acl", "scram", "settings", "tls", "inter_broker")}
+# The Spark bridge's settings vocabulary, which BrokerConfig parses `bridge.*` keys into.
+BRIDGE_SETTINGS = {"kafkad.spark_bridge.s3", "kafkad.spark_bridge.manifest"}
+# Kafka's replica placement, a pure function the reassignment tool shares with the controller.
+PLACEMENT = "kafkad.controller.assignment"
 
-# layer -> the layers (or single modules) it may import.
+# room -> the rooms (or single modules) it may import; bottom to top, as docs/architecture.md draws them.
 ALLOWED: dict[str, set[str]] = {
     "protocol": set(),
     "storage": {"protocol"},
+    # ZooKeeper's own TLS and SASL settings (zk/security.py) use security's settings and suites
+    "zk": {"protocol", *SECURITY_LEAVES},
+    "spark_bridge": {"protocol", "storage", "zk"},
+    "config": {"protocol", "storage", "zk", *SECURITY_LEAVES, *BRIDGE_SETTINGS},
     "replication": {"protocol", "storage", *SECURITY_LEAVES},
-    # security's leaves: ZooKeeper's own TLS and SASL settings (zk_security.py) use their error and suites
-    "election": {"protocol", "replication", *SECURITY_LEAVES},
-    "security": {"protocol", "storage", "election", "kafkad.daemon.dispatcher", "kafkad.daemon.handlers"},
-    "daemon": {"protocol", "storage", "replication", "election", "security", "spark_bridge"},
-    # ARCHITECTURE.md: storage (format decode); ZooKeeper positions in cluster mode use the election's client
-    "spark_bridge": {"protocol", "storage", "kafkad.election.zk_client"},
-    # ARCHITECTURE.md: protocol, storage; plus the properties parser (--command-config), replica placement
-    # (kafkad-reassign-partitions, docs/interfaces.md) and security's leaves (ACL and SCRAM vocabularies)
-    "tools": {
+    "controller": {"protocol", "storage", "replication", "zk", *SECURITY_LEAVES},
+    "network": {"protocol", "config"},
+    "security": {"protocol", "storage", "zk", "config", "network"},
+    "coordinator": {"protocol", "storage", "replication"},
+    "cluster": {"protocol", "storage", "zk", "config", "replication", "controller", "network", "coordinator"},
+    "api": {
         "protocol",
         "storage",
-        "kafkad.daemon.properties",
-        "kafkad.election.assignment",
-        # kafkad-zookeeper-security-migration is a ZooKeeper client, logged in as the brokers are
-        "kafkad.election.zk_client",
-        "kafkad.election.zk_acls",
-        "kafkad.election.zk_security",
-        *SECURITY_LEAVES,
+        "config",
+        "replication",
+        "network",
+        "security",
+        "coordinator",
+        "cluster",
     },
+    "service": {
+        "protocol",
+        "storage",
+        "zk",
+        "spark_bridge",
+        "config",
+        "replication",
+        "controller",
+        "network",
+        "security",
+        "coordinator",
+        "cluster",
+        "api",
+    },
+    # the Kafka-named CLIs: clients of the wire, plus the properties parser (--command-config), replica
+    # placement (kafkad-reassign-partitions), ZooKeeper (kafkad-zookeeper-security-migration, logged in as
+    # the brokers are) and security's vocabularies
+    "tools": {"protocol", "storage", "zk", "kafkad.config.properties", PLACEMENT, *SECURITY_LEAVES},
 }
 
 
@@ -102,6 +124,30 @@ def test_imports_point_down() -> None:
             if not _allowed(layer, mod)
         ]
     assert not bad, "imports against the layer table (docs/interfaces.md):\n" + "\n".join(bad)
+
+
+def test_rooms_form_no_cycle() -> None:
+    """The table itself points down: no room reaches itself through the rooms it may import (single
+    modules named in the table are leaves, tested below, so they lead nowhere)."""
+
+    def reach(room: str, seen: set[str]) -> set[str]:
+        for target in ALLOWED[room]:
+            if not target.startswith("kafkad.") and target not in seen:
+                seen.add(target)
+                reach(target, seen)
+        return seen
+
+    assert [room for room in ALLOWED if room in reach(room, set())] == []
+
+
+def test_leaves_import_nothing_above_them() -> None:
+    """Placement and the bridge's settings are imported from lower rooms: they must stay leaves."""
+    for name in (PLACEMENT, *sorted(BRIDGE_SETTINGS)):
+        path = ROOT.joinpath(*name.split(".")[1:]).with_suffix(".py")
+        others = [
+            m for _, m in _imports(path) if m.split(".")[1] not in {"protocol", "storage"} and m not in SHARED
+        ]
+        assert others == [], f"{path}: {others}"
 
 
 def test_security_leaves_import_nothing_of_ours() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafkad.daemon.config_docs import render_markdown
+from kafkad.config.docs import render_markdown
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

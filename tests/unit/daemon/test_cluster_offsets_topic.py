@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kafkad.daemon.cluster_metadata import find_coordinator
+from kafkad.cluster.metadata import find_coordinator
 from kafkad.protocol import ErrorCode, KafkaError
 from kafkad.replication.metadata_cache import BrokerInfo, Endpoint, MetadataCache
 
@@ -57,7 +57,7 @@ def test_too_few_alive_brokers_answer_coordinator_not_available_and_create_nothi
     rf: int, alive: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     broker, admin = _broker(rf, alive)
-    with caplog.at_level(logging.INFO, logger="kafkad.daemon.cluster_metadata"):
+    with caplog.at_level(logging.INFO, logger="kafkad.cluster.metadata"):
         codes = asyncio.run(_ask(broker, 5))
     assert codes == [ErrorCode.COORDINATOR_NOT_AVAILABLE] * 5
     assert admin.created == []

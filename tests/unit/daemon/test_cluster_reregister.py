@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 from kazoo.protocol.states import EventType
 
-from kafkad.daemon.cluster_mode import ClusterMode
-from kafkad.election import znodes as Z
-from kafkad.election.zk_client import ZkState
+from kafkad.cluster.zk_mode import ClusterMode
+from kafkad.zk import znodes as Z
+from kafkad.zk.client import ZkState
 from tests.unit.election.fake_zk import FakeZk
 from tests.unit.election.test_controller_session import _until
 
@@ -87,6 +87,6 @@ def test_a_reconnect_during_a_waiting_registration_registers_once(caplog: pytest
         cm.controller = None
         await cm.close()
 
-    with caplog.at_level(logging.INFO, logger="kafkad.daemon.cluster_mode"):
+    with caplog.at_level(logging.INFO, logger="kafkad.cluster.zk_mode"):
         asyncio.run(main())
     assert sum("registered /brokers/ids/2" in r.getMessage() for r in caplog.records) == 1

@@ -2,10 +2,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkad.daemon.config import ConfigError, load_config
-from kafkad.daemon.config_defs import ConfigSource
-from kafkad.daemon.config_docs import check_config_lines, describe_broker, render_markdown
-from kafkad.daemon.config_table import KEYS
+from kafkad.config.broker_config import ConfigError, load_config
+from kafkad.config.defs import ConfigSource
+from kafkad.config.docs import check_config_lines, describe_broker, render_markdown
+from kafkad.config.table import KEYS
 from kafkad.protocol.config_resources import DescribeConfigSource as DescribeSource
 
 

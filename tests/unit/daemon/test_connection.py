@@ -6,8 +6,8 @@ from typing import Any, cast
 
 import pytest
 
-from kafkad.daemon.connection import KafkaConnection
-from kafkad.daemon.dispatcher import CloseConnection, Dispatcher
+from kafkad.network.connection import KafkaConnection
+from kafkad.network.dispatcher import CloseConnection, Dispatcher
 
 
 class FakeTransport(asyncio.Transport):
@@ -199,7 +199,7 @@ def test_copy_path_reads_cold_pieces_off_the_event_loop(tmp_path: Any, monkeypat
         executor_reads.append((pos, threading.current_thread() is threading.main_thread()))
         return real_pread(f, n, pos)
 
-    monkeypatch.setattr("kafkad.daemon.connection.os.pread", pread)
+    monkeypatch.setattr("kafkad.network.connection.os.pread", pread)
 
     class SliceDispatcher(EchoDispatcher):
         def dispatch(self, frame: bytearray, peer: str) -> Any:

@@ -6,8 +6,8 @@ import asyncio
 import struct
 from typing import Any, cast
 
-from kafkad.daemon.connection import KafkaConnection, ReceiveScratch
-from kafkad.daemon.dispatcher import Dispatcher
+from kafkad.network.connection import KafkaConnection, ReceiveScratch
+from kafkad.network.dispatcher import Dispatcher
 from tests.unit.daemon.test_connection import EchoDispatcher, FakeTransport, frame, settle
 
 

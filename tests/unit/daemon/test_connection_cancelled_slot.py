@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from kafkad.daemon.connection import KafkaConnection
-from kafkad.daemon.dispatcher import Dispatcher
+from kafkad.network.connection import KafkaConnection
+from kafkad.network.dispatcher import Dispatcher
 from tests.unit.daemon.test_connection import FakeTransport, frame, settle
 
 

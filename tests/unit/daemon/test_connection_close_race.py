@@ -16,8 +16,8 @@ from typing import Any, cast
 
 import pytest
 
-from kafkad.daemon.connection import KafkaConnection
-from kafkad.daemon.dispatcher import Dispatcher
+from kafkad.network.connection import KafkaConnection
+from kafkad.network.dispatcher import Dispatcher
 from tests.unit.daemon.test_connection import FakeTransport, frame, settle
 
 
@@ -72,7 +72,7 @@ def test_close_with_a_delayed_response_pending_leaves_no_writer_error(
         assert bytes(t.out) == b"", "nothing may be written to a lost connection"
         assert conn.pending == 0
 
-    with caplog.at_level(logging.INFO, logger="kafkad.daemon.connection"):
+    with caplog.at_level(logging.INFO, logger="kafkad.network.connection"):
         asyncio.run(go())
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert not errors, [r.getMessage() for r in errors] + [str(r.exc_info) for r in errors]

@@ -8,9 +8,9 @@ from typing import Any, cast
 
 import pytest
 
-from kafkad.daemon.broker import Broker
-from kafkad.daemon.dispatcher import CloseConnection, Dispatcher
-from kafkad.daemon.handlers import HandlerRegistry, HandlerSpec, RequestContext
+from kafkad.api.broker import Broker
+from kafkad.network.dispatcher import CloseConnection, Dispatcher
+from kafkad.network.registry import HandlerRegistry, HandlerSpec, RequestContext
 from kafkad.protocol import (
     ApiKey,
     ErrorCode,

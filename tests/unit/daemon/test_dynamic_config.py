@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkad.daemon.config import Origin, build_config
-from kafkad.daemon.config_defs import ConfigSource
-from kafkad.daemon.dynamic_config import (
+from kafkad.config.broker_config import Origin, build_config
+from kafkad.config.defs import ConfigSource
+from kafkad.config.dynamic import (
     DEFAULT_ENTITY,
     DYNAMIC_KEYS,
     LocalDynamicConfigStore,

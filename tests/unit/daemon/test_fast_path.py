@@ -7,9 +7,9 @@ import struct
 from collections.abc import Mapping
 from typing import Any, cast
 
-from kafkad.daemon.broker import Broker
-from kafkad.daemon.dispatcher import Dispatcher
-from kafkad.daemon.handlers import HandlerRegistry, HandlerSpec, RequestContext
+from kafkad.api.broker import Broker
+from kafkad.network.dispatcher import Dispatcher
+from kafkad.network.registry import HandlerRegistry, HandlerSpec, RequestContext
 from kafkad.protocol import (
     ApiKey,
     ErrorCode,

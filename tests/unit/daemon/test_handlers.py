@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from kafkad.api import load_handlers
+from kafkad.api.broker import Broker
 from kafkad.clock import ManualClock
-from kafkad.daemon.broker import Broker
-from kafkad.daemon.config import load_config
-from kafkad.daemon.handlers import REGISTRY, RequestContext, load_handlers
-from kafkad.daemon.producer_ids import ProducerIdManager
+from kafkad.cluster.producer_ids import ProducerIdManager
+from kafkad.config.broker_config import load_config
+from kafkad.network.registry import REGISTRY, RequestContext
 from kafkad.protocol import ErrorCode, Request, RequestHeader
 from kafkad.replication.manager import ReplicaManager
 from kafkad.storage.log_manager import LogManager

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kafkad.daemon import cluster_metadata
-from kafkad.daemon.broker import Broker
-from kafkad.daemon.handlers import REGISTRY, RequestContext
+from kafkad.api.broker import Broker
+from kafkad.cluster import metadata as cluster_metadata
+from kafkad.network.registry import REGISTRY, RequestContext
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request, RequestHeader
 from kafkad.replication.metadata_cache import BrokerInfo, Endpoint, MetadataCache, PartitionState
 from tests.unit.daemon.test_handlers import make_broker

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from kafkad.daemon.broker import Broker
+from kafkad.api.broker import Broker
 from kafkad.protocol import ErrorCode
 from kafkad.storage.log_offline import LogIOError
 from tests.unit.daemon.test_handlers import batch, call, create, make_broker

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafkad.daemon.metrics import BrokerMetrics
 from kafkad.protocol import ApiKey
+from kafkad.service.metrics import BrokerMetrics
 
 
 def _samples(m: BrokerMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

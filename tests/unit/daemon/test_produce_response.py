@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from kafkad.daemon.handlers import REGISTRY, RequestContext
+from kafkad.network.registry import REGISTRY, RequestContext
 from kafkad.protocol import ErrorCode, Request, RequestHeader
 from kafkad.protocol.codec import decode_response, encode_response_bytes
 from kafkad.storage.records import Compression, SimpleRecord, build_batch

@@ -1,6 +1,6 @@
 import pytest
 
-from kafkad.daemon.properties import PropertiesSyntaxError, parse_properties
+from kafkad.config.properties import PropertiesSyntaxError, parse_properties
 
 
 def test_separators_comments_and_lines() -> None:

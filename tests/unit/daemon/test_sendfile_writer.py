@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import uvloop
 
-from kafkad.daemon.sendfile_writer import SendfileWriter
+from kafkad.network.sendfile_writer import SendfileWriter
 from kafkad.storage.file_slice import FileSlice
 
 

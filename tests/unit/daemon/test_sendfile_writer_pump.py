@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import uvloop
 
-from kafkad.daemon.sendfile_writer import SNDBUF, SendfileWriter
+from kafkad.network.sendfile_writer import SNDBUF, SendfileWriter
 from kafkad.storage.file_slice import FileSlice
 from tests.unit.daemon.test_sendfile_writer import small_buffer_pair
 

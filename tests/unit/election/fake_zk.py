@@ -1,4 +1,4 @@
-"""An in-memory stand-in for kafkad.election.zk_client.ZkClient, for driving the controller in unit tests.
+"""An in-memory stand-in for kafkad.zk.client.ZkClient, for driving the controller in unit tests.
 
 Same interface and semantics as the real client where the controller relies on them: versions, ephemeral
 nodes owned by the session, one-shot data/child watches delivered on the loop, all-or-nothing multi with
@@ -18,7 +18,7 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError, SessionExpiredError
 from kazoo.protocol.states import EventType, KeeperState, WatchedEvent, ZnodeStat
 
-from kafkad.election.zk_client import CheckOp, CreateOp, DeleteOp, Op, SetOp, ZkState
+from kafkad.zk.client import CheckOp, CreateOp, DeleteOp, Op, SetOp, ZkState
 
 Watch = Callable[[WatchedEvent], None]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kafkad.election.admin import ClusterAdmin, ZkProducerIds
+from kafkad.controller.admin import ClusterAdmin, ZkProducerIds
 from kafkad.protocol import ErrorCode, KafkaError
 from tests.unit.election.fake_zk import FakeZk
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkad.election.assignment import (
+from kafkad.controller.assignment import (
     assign_new_partitions,
     assign_replicas,
     rack_alternated,

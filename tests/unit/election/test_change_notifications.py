@@ -8,11 +8,11 @@ import asyncio
 import time
 from typing import Any
 
-from kafkad.daemon.cluster_mode import ClusterMode
-from kafkad.election import znodes as Z
-from kafkad.election.change_notifications import CHANGE_EXPIRATION_MS, purge_obsolete
+from kafkad.cluster.zk_mode import ClusterMode
 from kafkad.security.acl import PatternType
 from kafkad.security.zk_store import ACL_CHANGES, ZkSecurityStore
+from kafkad.zk import znodes as Z
+from kafkad.zk.notifications import CHANGE_EXPIRATION_MS, purge_obsolete
 from tests.unit.election.fake_zk import FakeZk
 from tests.unit.election.test_controller_session import _until
 

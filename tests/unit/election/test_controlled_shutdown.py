@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafkad.election import znodes as Z
 from kafkad.protocol import ApiKey
+from kafkad.zk import znodes as Z
 from tests.unit.election.test_log_dir_events import _setup, _state, _until
 
 PARTS = {p: tuple(((p + i) % 3) + 1 for i in range(3)) for p in range(6)}  # each broker leads 2

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkad.election import znodes as Z
-from kafkad.election.controller import Controller, ControllerSettings
+from kafkad.controller.controller import Controller, ControllerSettings
+from kafkad.zk import znodes as Z
 from tests.unit.election.fake_zk import FakeZk
 
 

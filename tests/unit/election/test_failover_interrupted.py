@@ -11,8 +11,8 @@ import logging
 import pytest
 from kazoo.exceptions import ConnectionLoss
 
-from kafkad.election import znodes as Z
-from kafkad.election.zk_client import Watch
+from kafkad.zk import znodes as Z
+from kafkad.zk.client import Watch
 from tests.unit.election.fake_zk import FakeZk
 from tests.unit.election.test_controller_session import _active_controller, _cluster_zk, _until
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafkad.election.isr_writer import IsrWriter
+from kafkad.cluster.isr_writer import IsrWriter
 from kafkad.replication.isr import LeaderAndIsr
 
 

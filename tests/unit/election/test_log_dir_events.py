@@ -8,10 +8,10 @@ import base64
 import json
 from typing import Any
 
-from kafkad.election import znodes as Z
-from kafkad.election.channel import Callback, topic_uuid
-from kafkad.election.controller import Controller, ControllerSettings
+from kafkad.controller.channel import Callback, topic_uuid
+from kafkad.controller.controller import Controller, ControllerSettings
 from kafkad.protocol import ApiKey, ErrorCode
+from kafkad.zk import znodes as Z
 from tests.unit.election.fake_zk import FakeZk
 from tests.unit.election.test_controller_session import _until
 
@@ -128,8 +128,8 @@ def test_the_notification_znode_is_kafkas() -> None:
 def test_the_broker_writes_the_notification_and_again_once_connected_if_it_could_not() -> None:
     from types import SimpleNamespace
 
-    from kafkad.daemon.cluster_mode import ClusterMode
-    from kafkad.election.zk_client import ZkState
+    from kafkad.cluster.zk_mode import ClusterMode
+    from kafkad.zk.client import ZkState
 
     async def main() -> None:
         zk = FakeZk()

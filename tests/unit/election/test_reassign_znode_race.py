@@ -9,7 +9,7 @@ import asyncio
 import json
 from typing import Any
 
-from kafkad.election import znodes as Z
+from kafkad.zk import znodes as Z
 from tests.unit.election.test_controlled_shutdown import PARTS
 from tests.unit.election.test_log_dir_events import _setup, _state, _until
 

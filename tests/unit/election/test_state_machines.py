@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkad.election.state_machines import (
+from kafkad.controller.state_machines import (
     Election,
     controlled_shutdown_election,
     offline_election,
@@ -13,10 +13,10 @@ from kafkad.election.state_machines import (
     reassign_election,
     replica_transition_ok,
 )
-from kafkad.election.state_machines import (
+from kafkad.controller.state_machines import (
     PartitionStateName as P,
 )
-from kafkad.election.state_machines import (
+from kafkad.controller.state_machines import (
     ReplicaStateName as R,
 )
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from kafkad.daemon.config import ConfigError, load_config
-from kafkad.election.zk_acls import default_acls, sensitive_path
-from kafkad.election.zk_security import (
+from kafkad.config.broker_config import ConfigError, load_config
+from kafkad.security.settings import SecurityConfigError
+from kafkad.zk.acls import default_acls, sensitive_path
+from kafkad.zk.security import (
     build_zk_security,
     kafka_opts_properties,
     parse_jaas_file,
 )
-from kafkad.security.settings import SecurityConfigError
 
 JAAS = """
 // comment { not a section }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kafkad.election import znodes as Z
+from kafkad.zk import znodes as Z
 
 
 def test_controller_and_epoch() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafkad.clock import ManualClock
-from kafkad.daemon.groups import (
+from kafkad.coordinator.group import (
     GroupConfig,
     GroupCoordinator,
     JoinRequest,

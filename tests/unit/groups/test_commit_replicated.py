@@ -10,10 +10,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from kafkad.daemon.broker import Broker
-from kafkad.daemon.groups.config import OFFSETS_TOPIC
-from kafkad.daemon.groups.ownership import SERVICE_KEY, GroupOwnership
-from kafkad.daemon.handlers import REGISTRY, RequestContext
+from kafkad.api.broker import Broker
+from kafkad.coordinator.group.config import OFFSETS_TOPIC
+from kafkad.coordinator.group.ownership import SERVICE_KEY, GroupOwnership
+from kafkad.network.registry import REGISTRY, RequestContext
 from kafkad.protocol import ApiKey, ErrorCode, Request, RequestHeader
 from kafkad.replication.partition import Partition
 from tests.unit.daemon.test_handlers import create, make_broker
@@ -165,7 +165,7 @@ def test_a_group_whose_only_commit_is_replicating_does_not_expire(tmp_path: Path
     """The offsets expiry pass drops an Empty group without offsets; a group whose first commit is still
     waiting for the ISR has one (Kafka's hasOffsets counts pendingOffsetCommits): dropping it lost a commit
     answered NONE (OffsetFetch -1, while the log still holds the record)."""
-    from kafkad.daemon.groups.service import coordinator_if_ready
+    from kafkad.coordinator.group.service import coordinator_if_ready
 
     b, part = cluster_broker(tmp_path, isr=[0, 2])
 

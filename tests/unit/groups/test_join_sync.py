@@ -2,7 +2,7 @@ import logging
 
 import pytest
 
-from kafkad.daemon.groups import GroupConfig, GroupState
+from kafkad.coordinator.group import GroupConfig, GroupState
 from kafkad.protocol.errors import ErrorCode as E
 from kafkad.protocol.errors import KafkaError
 from tests.unit.groups.harness import Harness

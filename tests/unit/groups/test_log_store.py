@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from kafkad.clock import ManualClock
-from kafkad.daemon.groups import OFFSETS_TOPIC, GroupConfig, ManualScheduler, OffsetCommit
-from kafkad.daemon.groups.group_coordinator import GroupCoordinator
-from kafkad.daemon.groups.log_store import LogGroupStore
-from kafkad.daemon.groups.records import partition_for
+from kafkad.coordinator.group import OFFSETS_TOPIC, GroupConfig, ManualScheduler, OffsetCommit
+from kafkad.coordinator.group.group_coordinator import GroupCoordinator
+from kafkad.coordinator.group.log_store import LogGroupStore
+from kafkad.coordinator.group.records import partition_for
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.records import patch_offset_and_epoch, read_header
 
@@ -185,8 +185,8 @@ def test_a_torn_creation_is_completed_and_a_topic_with_data_keeps_its_count() ->
 def test_every_batch_is_what_the_storage_builder_makes_of_the_records() -> None:
     # The one-record fast path patches a cached batch: it must match a batch built from scratch,
     # whether the value keeps its size (patched), changes it (rebuilt) or is a tombstone.
-    from kafkad.daemon.groups.records import OffsetValue
-    from kafkad.daemon.groups.store import offset_record
+    from kafkad.coordinator.group.records import OffsetValue
+    from kafkad.coordinator.group.store import offset_record
     from kafkad.storage.records.builder import SimpleRecord, build_batch
 
     clock = ManualClock()
@@ -220,8 +220,8 @@ def test_every_batch_is_what_the_storage_builder_makes_of_the_records() -> None:
 
 
 def test_only_small_values_get_a_cached_template() -> None:
-    from kafkad.daemon.groups.records import OffsetValue
-    from kafkad.daemon.groups.store import offset_record
+    from kafkad.coordinator.group.records import OffsetValue
+    from kafkad.coordinator.group.store import offset_record
 
     store = LogGroupStore(_Replicas(), ManualClock(), 1, 1 << 20)
     asyncio.run(store.ensure_topic())

@@ -1,4 +1,4 @@
-from kafkad.daemon.groups import GroupConfig, GroupCoordinator, GroupState, OffsetCommit
+from kafkad.coordinator.group import GroupConfig, GroupCoordinator, GroupState, OffsetCommit
 from kafkad.protocol.errors import ErrorCode as E
 from kafkad.protocol.errors import KafkaError
 from tests.unit.groups.harness import Harness

@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkad.daemon.groups.records import (
+from kafkad.coordinator.group.records import (
     GroupKey,
     GroupValue,
     MemberValue,

@@ -1,4 +1,4 @@
-from kafkad.daemon.groups import GroupState
+from kafkad.coordinator.group import GroupState
 from kafkad.protocol.errors import ErrorCode as E
 from tests.unit.groups.harness import Harness
 

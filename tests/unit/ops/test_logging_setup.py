@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kafkad.daemon import logging_setup
-from kafkad.daemon.logging_setup import configure, under_journald, with_context
+from kafkad.service import logging_setup
+from kafkad.service.logging_setup import configure, under_journald, with_context
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 from prometheus_client import REGISTRY, Gauge, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafkad.daemon.health import OpsHttpServer, parse_listener, start_ops_server
-from kafkad.daemon.metrics import BrokerMetrics, LoopLagMonitor
+from kafkad.service.health import OpsHttpServer, parse_listener, start_ops_server
+from kafkad.service.metrics import BrokerMetrics, LoopLagMonitor
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

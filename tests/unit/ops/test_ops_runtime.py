@@ -8,9 +8,9 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafkad.daemon.health import OpsRuntime
-from kafkad.daemon.metrics import BrokerMetrics, api_label
-from kafkad.daemon.sdnotify import Notifier
+from kafkad.service.health import OpsRuntime
+from kafkad.service.metrics import BrokerMetrics, api_label
+from kafkad.service.sdnotify import Notifier
 
 
 async def _status(port: int, path: str) -> tuple[int, bytes]:

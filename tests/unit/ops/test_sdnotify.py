@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkad.daemon.sdnotify import Notifier, run_watchdog, start_watchdog
+from kafkad.service.sdnotify import Notifier, run_watchdog, start_watchdog
 
 
 @pytest.fixture

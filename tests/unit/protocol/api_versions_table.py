@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kafkad.daemon.handlers import load_handlers
+from kafkad.api import load_handlers
 
 KAFKA_39 = Path(__file__).with_name("kafka39_api_versions.json")
 

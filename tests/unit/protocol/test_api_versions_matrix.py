@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kafkad.daemon.handlers import load_handlers
+from kafkad.api import load_handlers
 from kafkad.protocol import SCHEMAS, RequestHeader, decode_request, decode_response, encode_request
 from kafkad.protocol.codec import encode_response_bytes
 from tests.unit.protocol.api_versions_table import CAPPED, kafka_39, render

@@ -13,8 +13,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from kafkad.daemon.broker import Broker
-from kafkad.daemon.handlers import REGISTRY, RequestContext
+from kafkad.api.broker import Broker
+from kafkad.network.registry import REGISTRY, RequestContext
 from kafkad.protocol import Request, RequestHeader
 from kafkad.replication.partition import Partition
 from tests.unit.daemon.test_handlers import batch, create, fetch_body, make_broker

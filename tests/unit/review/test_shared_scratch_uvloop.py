@@ -18,8 +18,8 @@ from typing import Any, cast
 
 import uvloop
 
-from kafkad.daemon.connection import KafkaConnection, ReceiveScratch
-from kafkad.daemon.dispatcher import Dispatcher
+from kafkad.network.connection import KafkaConnection, ReceiveScratch
+from kafkad.network.dispatcher import Dispatcher
 
 _CLIENTS = 4
 _FRAMES = 40

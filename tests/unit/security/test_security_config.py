@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkad.daemon.config import ConfigError, load_config
+from kafkad.config.broker_config import ConfigError, load_config
 from kafkad.security.settings import Protocol, SecurityConfigError, parse_jaas
 
 
@@ -153,7 +153,7 @@ def test_jaas_parsing() -> None:
 
 
 def test_check_config_hides_passwords(tmp_path: Path, pem: Path) -> None:
-    from kafkad.daemon.config_docs import check_config_lines
+    from kafkad.config.docs import check_config_lines
 
     lines = check_config_lines(load_config(props(tmp_path, pem, "ssl.key.password=topsecret")))
     assert "ssl.key.password=[hidden]" in "\n".join(lines) and "topsecret" not in "\n".join(lines)

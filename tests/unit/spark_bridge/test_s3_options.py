@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkad.daemon.config import ConfigError, load_config
+from kafkad.config.broker_config import ConfigError, load_config
 from kafkad.spark_bridge.landing import FilesystemLanding, PyArrowLanding, open_landing
 from kafkad.spark_bridge.s3 import S3Options, canonical_uri, split_endpoint
 

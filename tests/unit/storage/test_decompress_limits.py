@@ -25,7 +25,7 @@ import pytest
 from crc32c import crc32c
 
 from kafkad.clock import ManualClock
-from kafkad.daemon.groups import log_store
+from kafkad.coordinator.group import log_store
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage import cleaner_rewrite
 from kafkad.storage.cleaner_rewrite import Piece, RewriteRules, build_offset_map, filter_batch
@@ -304,7 +304,7 @@ def test_offsets_replay_skips_an_undecodable_batch_and_keeps_going(
     good = build_batch([SimpleRecord(b"a", b"1", timestamp=1)], base_offset=1000)
     data = bomb_batch(Compression.LZ4, lz4_bomb(8 * LIMIT)) + good
     part = _Partition(_Log(data), 0, 1001)
-    with caplog.at_level(logging.WARNING, logger="kafkad.daemon.groups.log_store"):
+    with caplog.at_level(logging.WARNING, logger="kafkad.coordinator.group.log_store"):
         replayed: Iterator[tuple[bytes, bytes | None]] = log_store.replay_partition(part)
         assert list(replayed) == [(b"a", b"1")]
     assert "offsets 0-999 cannot be decoded, skipped" in caplog.text

@@ -1,0 +1,255 @@
+"""Fetch (1) v0-17: FileSlice records for sendfile, long poll woken by appends, sessionless only.
+
+Limits as Kafka: each partition reads at most partition_max_bytes and the response at most max_bytes,
+except that the first batch found is returned whole even if larger (so a consumer can always make
+progress). If fewer than min_bytes are available and max_wait_ms > 0, the request parks on one future
+that every watched partition resolves when its high watermark moves (no polling), bounded by one
+deadline timer.
+Fetch sessions (KIP-227): we answer session_id 0, which tells clients to keep sending full requests.
+read_committed reads the same as read_uncommitted: no transactions, so LSO = HW.
+A follower (replica_id >= 0) reads up to the log end and its fetch offset is its log end offset
+(Partition.update_follower_position: HW, ISR expansion). A current_leader_epoch (v9+) other than ours
+answers FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer), as KIP-320. replica_id -2 (Kafka's
+debugging consumer) and consumers at v11+ (KIP-392) may read a follower, up to its high watermark; with
+replica.selector.class set, a leader points a consumer that sent its rack to an in-sync replica there
+(preferred_read_replica, no records).
+v12 (KIP-320, flexible): a last_fetched_epoch whose end offset in our epoch cache is below the fetch
+offset (or whose epoch we never had) answers diverging_epoch {epoch, end_offset} and no records, as
+Kafka's Partition.fetchRecords, so a consumer detects truncation from the fetch itself.
+v13+ name topics by id (KIP-516, cluster/topic_ids.py; an unknown id answers UNKNOWN_TOPIC_ID), v15+ carry
+the follower's id in replica_state; v16's node endpoints and v17's replica directory id are left at their
+defaults (no KIP-951 leader hints, no KRaft directories).
+v0-3 read message format v0 (v0-1) or v1 (v2-3): the v2 batches read are down-converted on a worker
+thread after the long poll (storage/records/legacy.py), as Kafka does with message.downconversion.enable
+(default true): uncompressed messages from the fetch offset on, control batches and headers left out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.cluster import topic_ids
+from kafkad.network.registry import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+from kafkad.replication.partition import Partition
+from kafkad.storage.records import legacy
+
+DEBUGGING_CONSUMER_ID = -2  # Kafka's: reads any replica up to its HW (kafkad-replica-verification)
+SELECTOR_KEY = "replica_selector"  # cluster mode with replica.selector.class: (partition, rack) -> replica
+READ_COMMITTED = 1
+_NO_ABORTED: list[Any] = []
+
+
+def _partition_error(index: int, code: ErrorCode) -> dict[str, Any]:
+    # Kafka's FetchResponse.partitionResponse: empty records (size 0), never null. librdkafka rejects
+    # the whole response on a null MessageSet ("invalid MessageSetSize -1") and so never sees the
+    # error: an out-of-range consumer would spin instead of resetting.
+    return {
+        "partition_index": index,
+        "error_code": int(code),
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }
+
+
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "session_id": 0,
+        "responses": [
+            {
+                "topic": t["topic"],
+                "topic_id": t["topic_id"],
+                "partitions": [_partition_error(p["partition"], code) for p in t["partitions"]],
+            }
+            for t in request.body.get("topics") or []
+        ],
+    }
+
+
+def _read_all(
+    ctx: RequestContext, request: Request
+) -> tuple[list[dict[str, Any]], int, bool, list[Partition]]:
+    """One pass over the requested partitions: (responses, bytes, any_error, partitions to wait on)."""
+    body = request.body
+    replicas = ctx.broker.replicas
+    version = ctx.version
+    # v15+ (KIP-903) moved the follower's id into replica_state
+    replica_id = body.get("replica_id", -1) if version < 15 else body["replica_state"]["replica_id"]
+    by_id = version >= 13  # KIP-516: topics named by id
+    follower = replica_id >= 0
+    # Reads a follower may serve: Kafka's debugging consumer, and consumers at v11+ (KIP-392), up to its HW.
+    from_any_replica = replica_id == DEBUGGING_CONSUMER_ID or (replica_id == -1 and ctx.version >= 11)
+    client_rack = body.get("rack_id") or ""
+    selector = ctx.broker.services.get(SELECTOR_KEY) if client_rack and not follower else None
+    now_ms = ctx.broker.clock.time_ms() if follower else 0
+    budget = max(0, int(body.get("max_bytes", 0x7FFFFFFF)))
+    total = 0
+    errors = False
+    watched: list[Partition] = []
+    responses = []
+    metrics = ctx.broker.services.get("metrics")
+    # Kafka: null for read_uncommitted, the (here always empty) list of aborted transactions for
+    # read_committed. One shared, never mutated list.
+    aborted: list[Any] | None = _NO_ABORTED if body.get("isolation_level", 0) == READ_COMMITTED else None
+    for t in body.get("topics") or []:
+        if by_id:
+            tid = t["topic_id"]
+            found = topic_ids.topic_name(ctx.broker, tid)
+            if found is None:
+                parts = [
+                    _partition_error(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID) for p in t["partitions"]
+                ]
+                responses.append({"topic": "", "topic_id": tid, "partitions": parts})
+                errors = True
+                continue
+            name = found
+        else:
+            name = t["topic"]
+        parts = []
+        for p in t["partitions"]:
+            index = p["partition"]
+            part = replicas.get(name, index)
+            if part is None:  # not here, or offline (KAFKA_STORAGE_ERROR)
+                parts.append(_partition_error(index, replicas.missing_error(name, index)))
+                errors = True
+                continue
+            watched.append(part)
+            out: dict[str, Any] = {
+                "partition_index": index,
+                "error_code": 0,
+                "high_watermark": part.high_watermark,
+                "last_stable_offset": part.high_watermark,
+                "log_start_offset": part.log_start_offset,
+                "aborted_transactions": aborted,
+                "preferred_read_replica": -1,
+                "records": [],
+            }
+            try:
+                if not part.is_leader and not (
+                    replica_id == DEBUGGING_CONSUMER_ID or (from_any_replica and part.leader_epoch >= 0)
+                ):
+                    # A consumer reads a follower from Fetch v11 (KIP-392: Kafka builds client metadata
+                    # for every v11+ fetch, rack or not), but never a log no LeaderAndIsr made a replica
+                    # yet (a restarted broker's loaded log, which Kafka does not host until then). A
+                    # consumer with stale metadata then asks again instead of getting OFFSET_OUT_OF_RANGE
+                    # from a replica that lost its tail (power loss) and resetting to the beginning.
+                    raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                epoch = p.get("current_leader_epoch", -1)
+                if epoch != part.leader_epoch and epoch >= 0:  # Fetch v9+ (KIP-320)
+                    raise KafkaError(
+                        ErrorCode.FENCED_LEADER_EPOCH
+                        if epoch < part.leader_epoch
+                        else ErrorCode.UNKNOWN_LEADER_EPOCH
+                    )
+                if selector is not None:
+                    preferred = selector(part, client_rack)
+                    if preferred >= 0:  # KIP-392: read from an in-sync replica in the client's rack
+                        out["preferred_read_replica"] = preferred
+                        errors = True  # answer now, as Kafka does with a preferred read replica
+                        parts.append(out)
+                        continue
+                last_fetched = p.get("last_fetched_epoch", -1)
+                if last_fetched >= 0:  # Fetch v12+ (KIP-320): has the log diverged from the fetcher's?
+                    epoch, end = part.log.end_offset_for_epoch(last_fetched)
+                    if epoch < last_fetched or end < p["fetch_offset"]:
+                        out["diverging_epoch"] = {"epoch": epoch, "end_offset": end}
+                        errors = True  # answer now, as Kafka does on divergence
+                        parts.append(out)
+                        continue
+                limit = min(int(p["partition_max_bytes"]), budget - total)
+                if limit > 0 or total == 0:
+                    result = part.read_records(
+                        p["fetch_offset"],
+                        max(limit, 0),
+                        min_one_batch=total == 0,
+                        committed_only=not follower,
+                    )
+                    if result.size:
+                        out["records"] = list(result.slices)
+                        total += result.size
+                else:  # max_bytes reached: no read, but its offset is checked as a read would (Kafka's)
+                    part.check_fetch_offset(p["fetch_offset"])
+                if follower:  # only an offset a read accepted moves the follower (updateFollowerFetchState)
+                    part.update_follower_position(replica_id, p["fetch_offset"], now_ms)
+            except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline
+                if metrics is not None:
+                    metrics.record_failed_fetch(name)
+                out = _partition_error(index, replicas.error_for(name, index, exc).code)
+                out["high_watermark"] = part.high_watermark
+                out["log_start_offset"] = part.log_start_offset
+                errors = True
+            parts.append(out)
+        if by_id:
+            responses.append({"topic": name, "topic_id": tid, "partitions": parts})
+        else:
+            responses.append({"topic": name, "partitions": parts})
+    return responses, total, errors, watched
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+@handler(ApiKey.FETCH, 0, 17, error_body=_error_body)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    body = request.body
+    session_id = body.get("session_id", 0)
+    if session_id != 0:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+            "session_id": 0,
+            "responses": [],
+        }
+    loop = asyncio.get_running_loop()
+    max_wait_ms = max(0, int(body.get("max_wait_ms", 0)))
+    min_bytes = int(body.get("min_bytes", 1))
+    deadline = loop.time() + max_wait_ms / 1000
+    while True:
+        responses, total, errors, watched = _read_all(ctx, request)
+        remaining = deadline - loop.time()
+        if total >= min_bytes or errors or remaining <= 0 or not watched or ctx.broker.stopping:
+            break
+        # One future for all partitions and one timer (asyncio.wait's wrapper and per-future
+        # callbacks cost ~5 us more per park). Registered right after the read with no await in
+        # between, so no append can slip past unseen; the loop re-reads after every wake-up.
+        woken: asyncio.Future[None] = loop.create_future()
+        for part in watched:
+            part.add_data_waiter(woken)
+        timer = loop.call_later(remaining, _resolve, woken)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            for part in watched:
+                part.discard_data_waiter(woken)
+    metrics = ctx.broker.services.get("metrics")
+    if metrics is not None:  # after the long poll, so a re-read is not counted twice
+        for t in responses:
+            for p in t["partitions"]:
+                if p["records"]:
+                    metrics.record_fetch(t["topic"], sum(s.size for s in p["records"]))
+    if ctx.version < 4:  # message format v0/v1 readers
+        magic = 0 if ctx.version < 2 else 1
+        await asyncio.to_thread(_down_convert, body, responses, magic)
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+
+
+def _down_convert(body: Mapping[str, Any], responses: list[dict[str, Any]], magic: int) -> None:
+    """Blocking (a worker thread): each partition's FileSlices read and turned into a v0/v1 message set
+    from its fetch offset on (responses are in the request's order below v13)."""
+    for t_req, t_resp in zip(body.get("topics") or [], responses, strict=True):
+        for p_req, p_resp in zip(t_req["partitions"], t_resp["partitions"], strict=True):
+            slices = p_resp["records"]
+            if slices:
+                data = b"".join(s.read() for s in slices)
+                p_resp["records"] = legacy.down_convert(data, magic, p_req["fetch_offset"])

@@ -1,0 +1,88 @@
+"""FindCoordinator (10) v0-6: this broker coordinates every group; transactions are not offered.
+In cluster mode: the leader of the group's __consumer_offsets partition (cluster_metadata.py).
+v4+ (KIP-699) look up a batch of keys, each answered in its own `coordinators` entry with its own error.
+
+A transactional id (key type 1) is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what Kafka answers when
+the client may not use that id: librdkafka (and the Java client) treat it as fatal at once, so
+`init_transactions()` fails in milliseconds with this module's message instead of retrying
+COORDINATOR_NOT_AVAILABLE every 500 ms until its timeout. InitProducerId answers a transactional id the same.
+
+The first lookup creates __consumer_offsets (as Kafka does) and is answered once it exists, rather
+than with COORDINATOR_NOT_AVAILABLE: the creation yields to the loop between partitions, so waiting
+for it here costs other connections nothing and spares the client a retry round (librdkafka waits
+up to a second before asking again). Concurrent lookups wait for the same creation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkad.cluster import metadata as cluster_metadata
+from kafkad.coordinator.group.service import ready_coordinator
+from kafkad.network.registry import RequestContext, handler
+from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+
+KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+TRANSACTIONS_UNSUPPORTED = (
+    "kafkad does not support transactions yet: unset transactional.id "
+    "(an idempotent producer, enable.idempotence=true, is supported)"
+)
+
+
+def _error(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "error_message": message,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+    }
+
+
+def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
+    body = _error(code, code.name)
+    keys = request.body.get("coordinator_keys") or []  # v4+
+    body["coordinators"] = [dict(_error(code, code.name), key=k) for k in keys]
+    return body
+
+
+@handler(ApiKey.FIND_COORDINATOR, 0, 6, error_body=_error_body)
+async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    key_type = request.body.get("key_type", KEY_TYPE_GROUP)
+    if ctx.version < 4:
+        return await _lookup(ctx, key_type, request.body["key"])
+    coordinators = []
+    for key in request.body["coordinator_keys"] or []:
+        try:
+            found = dict(await _lookup(ctx, key_type, key))
+        except KafkaError as e:
+            found = _error(e.code, e.code.name)
+        found["key"] = key
+        coordinators.append(found)
+    return {"throttle_time_ms": 0, "coordinators": coordinators}
+
+
+async def _lookup(ctx: RequestContext, key_type: int, key: str) -> Mapping[str, Any]:
+    if key_type == KEY_TYPE_TRANSACTION:
+        return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_UNSUPPORTED)
+    if key_type != KEY_TYPE_GROUP:
+        return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+    broker = ctx.broker
+    if broker.stopping:
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down")
+    cache = broker.services.get("metadata_cache")
+    if cache is not None:  # cluster mode: the leader of the group's __consumer_offsets partition
+        return await cluster_metadata.find_coordinator(ctx, cache, key)
+    await ready_coordinator(broker)  # KafkaError(COORDINATOR_NOT_AVAILABLE) -> the error body
+    host, port = broker.advertised_host_port(ctx.listener if ctx.session is not None else None)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": "NONE",  # Kafka: Errors.NONE.message()
+        "node_id": broker.broker_id,
+        "host": host,
+        "port": port,
+    }

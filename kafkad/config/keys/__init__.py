@@ -1,0 +1,1 @@
+"""The broker config keys, one module per subsystem; kafkad.config.table joins them into KEYS."""

@@ -1,0 +1,1 @@
+"""Coordinators that live on the broker leading their internal topic's partition: groups (`group/`)."""

@@ -53,13 +53,8 @@ $(VENV)/.test-installed: $(VENV)/.installed pyproject.toml
 	cd tests/integration/kafkajs && npm ci --no-audit --no-fund --silent
 	touch $@
 
-# The S3 bridge tests run in their own interpreter: after the whole suite in one process, pyarrow's S3
-# client through the tests' failing proxy saw every connection reset (twice in fresh-clone runs; never
-# when the file runs alone). Both runs must pass.
-ISOLATED := tests/spark/test_bridge_s3.py
 test: $(VENV)/.test-installed
-	$(PY) -m pytest -q -p no:cacheprovider $(TEST_TIERS) --ignore=$(ISOLATED)
-	$(PY) -m pytest -q -p no:cacheprovider $(ISOLATED)
+	$(PY) -m pytest -q -p no:cacheprovider $(TEST_TIERS)
 
 test-unit: install
 	$(PY) -m pytest -q tests/unit tests/property

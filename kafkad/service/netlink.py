@@ -220,8 +220,13 @@ class NetlinkWatcher:
             finally:
                 subscribed.set()
             self._post(_dump(ipr, self._names))
+            # poll, not select: a broker with many segments open has descriptors past 1024, where
+            # select() raises ValueError and the watcher died
+            poller = select.poll()
+            poller.register(sub.fileno(), select.POLLIN)
+            poller.register(self._wake_r, select.POLLIN)
             while not self._stopping:
-                ready, _, _ = select.select([sub.fileno(), self._wake_r], [], [])
+                ready = {fd for fd, _ in poller.poll()}
                 if self._wake_r in ready or self._stopping:
                     break
                 # Drain everything queued first, then dump: an event that arrives after the drain wakes

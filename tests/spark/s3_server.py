@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-import select
+import selectors
 import socket
 import threading
 import uuid
@@ -150,10 +150,16 @@ class FlakyProxy:
         socks = [client, upstream]
         with self._lock:
             self._open.add(client)
+        # selectors (epoll), not select.select: in a long test process descriptors pass 1024, where
+        # select() raises ValueError and every piped connection died at its first request
+        sel = selectors.DefaultSelector()
+        for s in socks:
+            sel.register(s, selectors.EVENT_READ)
         try:
             while not self._stop.is_set() and not self.down:
-                readable, _, _ = select.select(socks, [], [], 0.5)
-                for s in readable:
+                for key, _ in sel.select(0.5):
+                    s = key.fileobj
+                    assert isinstance(s, socket.socket)
                     data = s.recv(65536)
                     if not data:
                         return
@@ -163,6 +169,7 @@ class FlakyProxy:
         except OSError:
             return
         finally:
+            sel.close()
             with self._lock:
                 self._open.discard(client)
             for s in socks:

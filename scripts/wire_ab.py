@@ -1,12 +1,14 @@
 """Byte-identity check between two commits: the same requests get the same responses and the same files.
 
-Usage: scripts/wire_ab.py BASE_REV [HEAD_REV]    (HEAD_REV defaults to the work tree as it is)
+Usage: scripts/wire_ab.py [--zk] BASE_REV [HEAD_REV]    (HEAD_REV defaults to the work tree as it is)
 
 For each side it checks the commit out into a temporary git worktree, starts that side's standalone broker
 (`python -m kafkad.service.main`, or `kafkad.daemon.main` before the rooms move) on a fresh log dir, replays
 every golden request frame (tests/golden/requests.jsonl: 179 frames from librdkafka, kcat, kafka-python,
 aiokafka and kafkajs) plus a fixed admin script in order over one connection, and records each response.
-Then it stops the broker and records every file of the log dir (size and SHA-256).
+Then it stops the broker and records every file of the log dir (size and SHA-256). `--zk` runs the same
+against a one-broker ZooKeeper-mode cluster (a real ZooKeeper, tests/cluster/zookeeper.py): the controller,
+the metadata cache and every cluster-mode handler path, deterministic because one broker leads everything.
 
 The two records must be equal after masking what is random per run: cluster and topic ids, member ids, and
 the files that hold them (meta.properties, partition.metadata) or wall-clock timestamps
@@ -149,7 +151,22 @@ def _admin_script() -> list[tuple[int, int, dict[str, Any]]]:
     ]
 
 
-def dump(out: Path) -> None:
+def dump(out: Path, zk: bool) -> None:
+    if not zk:
+        _dump(out, "")
+        return
+    sys.path.insert(0, str(REPO))
+    from tests.cluster.zookeeper import ZooKeeperNode
+
+    node = ZooKeeperNode(Path(tempfile.mkdtemp(prefix="wire-ab-zk-")))
+    node.start()
+    try:
+        _dump(out, f"zookeeper.connect={node.address}/wire-ab\nbroker.id=1\n")
+    finally:
+        node.stop()
+
+
+def _dump(out: Path, extra_config: str) -> None:
     from kafkad.protocol import RequestHeader, decode_response, encode_request
 
     tree = Path(__import__("kafkad").__file__).resolve().parents[1]
@@ -160,8 +177,9 @@ def dump(out: Path) -> None:
     data, port = work / "data", _free_port()
     cfg = work / "server.properties"
     cfg.write_text(
-        f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={data}\nbroker.id=0\nnum.partitions=1\n"
-        "offsets.topic.num.partitions=3\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={data}\nnum.partitions=1\n"
+        "offsets.topic.num.partitions=3\noffsets.topic.replication.factor=1\n"
+        + (extra_config or "broker.id=0\n")
     )
     log = open(work / "kafkad.log", "wb")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(
@@ -173,6 +191,9 @@ def dump(out: Path) -> None:
         while True:
             try:
                 conn = _Conn(port)
+                if extra_config and not _has_metadata(conn):  # cluster mode: wait for UpdateMetadata
+                    conn.sock.close()
+                    raise OSError("no metadata yet")
                 break
             except OSError:
                 if time.monotonic() > deadline or proc.poll() is not None:
@@ -190,7 +211,7 @@ def dump(out: Path) -> None:
                 (
                     key,
                     version,
-                    encode_request(RequestHeader(key, version, 10_000 + i, "wire-ab"), body),
+                    encode_request(RequestHeader(key, version, 10_000 + i, "wire-ab"), body)[4:],
                     "wire-ab",
                 )
             )
@@ -199,6 +220,10 @@ def dump(out: Path) -> None:
             try:
                 raw = conn.call(frame, not acks0)
             except (EOFError, ConnectionError):
+                if client == "wire-ab":  # the script's own requests are all valid: a close is a bug here
+                    raise SystemExit(
+                        f"the broker closed the connection on script request {key} v{version}"
+                    ) from None
                 records.append({"i": i, "client": client, "api": [key, version], "closed": True})
                 conn.reopen()
                 continue
@@ -234,6 +259,17 @@ def dump(out: Path) -> None:
     out.write_text(json.dumps({"responses": records, "files": files, "log_errors": len(errors)}, indent=1))
 
 
+def _has_metadata(conn: _Conn) -> bool:
+    from kafkad.protocol import RequestHeader, decode_response, encode_request
+
+    try:
+        raw = conn.call(encode_request(RequestHeader(3, 9, 1, "wire-ab"), {"topics": []})[4:], True)
+    except (EOFError, ConnectionError):
+        return False
+    assert raw is not None
+    return bool(decode_response(3, 9, raw)[1]["brokers"])
+
+
 def _produce_acks(frame: bytes, version: int) -> int:
     from kafkad.protocol import decode_request
 
@@ -261,7 +297,7 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return out
 
 
-def _side(rev: str | None, work: Path) -> dict[str, Any]:
+def _side(rev: str | None, work: Path, zk: bool) -> dict[str, Any]:
     if rev is None:
         tree = REPO
     else:
@@ -271,7 +307,8 @@ def _side(rev: str | None, work: Path) -> dict[str, Any]:
         )
     out = work / f"{tree.name}.json"
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--dump", str(out)], env=env, check=True)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--dump", str(out), *(["--zk"] if zk else [])]
+    subprocess.run(cmd, env=env, check=True)
     if rev is not None:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=True)
     result: dict[str, Any] = json.loads(out.read_text())
@@ -283,15 +320,16 @@ def main() -> int:
     ap.add_argument("base", nargs="?")
     ap.add_argument("head", nargs="?")
     ap.add_argument("--dump", type=Path)
+    ap.add_argument("--zk", action="store_true", help="a one-broker ZooKeeper-mode cluster")
     args = ap.parse_args()
     if args.dump:
-        dump(args.dump)
+        dump(args.dump, args.zk)
         return 0
     if not args.base:
         ap.error("BASE_REV is required")
     with tempfile.TemporaryDirectory(prefix="wire-ab-") as tmp:
-        a = _side(args.base, Path(tmp))
-        b = _side(args.head, Path(tmp))
+        a = _side(args.base, Path(tmp), args.zk)
+        b = _side(args.head, Path(tmp), args.zk)
     problems = diff(a, b)
     for p in problems:
         print(p)

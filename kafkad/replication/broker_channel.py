@@ -17,6 +17,11 @@ fetches skip the codec both ways (`request_raw` / `send_raw`: an encoded request
 and, once connected, the per-request coroutine and timer too (`send_raw`: one watchdog timer per channel
 enforces `request_timeout_ms` for them).
 
+This is the asyncio shell of kafkad's client core (kafkad.client): the request frames, the correlation ids
+and their matching (`InFlight`), the response framing (`FrameReader`, which reads into the per-frame
+bytearrays) and the SASL exchange (`SaslClient`, with the credentials of kafkad.security.inter_broker) are
+the core's; this module adds the connection's life (dial, TLS, reconnect backoff, timeouts, pipelining).
+
 Runs on the event loop; never blocks.
 """
 
@@ -25,30 +30,36 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-import struct
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkad.protocol import ProtocolDecodeError, RequestHeader, decode_response, encode_request
+from kafkad.client import (
+    MAX_RESPONSE_BYTES,
+    Call,
+    FrameReader,
+    InFlight,
+    SaslClient,
+    UnexpectedResponse,
+    request_frame,
+    stamp_correlation,
+)
+from kafkad.protocol import ProtocolDecodeError, decode_response
 
 log = logging.getLogger(__name__)
 
-_SIZE = struct.Struct(">i")
-_CORRELATION = struct.Struct(">i")
 _NO_DEADLINE = float("inf")
 _RAW = -1  # api_version of a pending request_raw: answered with the frame
-MAX_RESPONSE_BYTES = 1 << 30  # a larger size prefix means a confused peer, not a response
+__all__ = ["MAX_RESPONSE_BYTES", "BrokerChannel"]
+
+# A pending request: (api key, version or _RAW, future, deadline: loop time, inf for _roundtrip's requests,
+# which have their own timeout)
+_Pending = tuple[int, int, "asyncio.Future[Any]", float]
 
 
 def _stamper(frame: bytearray) -> Callable[[int], bytearray]:
-    """Writes a correlation id into an encoded request (size prefix, api key, version, then the id)."""
-
-    def stamp(cid: int) -> bytearray:
-        _CORRELATION.pack_into(frame, 8, cid)
-        return frame
-
-    return stamp
+    """Writes a correlation id into an encoded request."""
+    return lambda cid: stamp_correlation(frame, cid)
 
 
 class BrokerChannel:
@@ -72,11 +83,8 @@ class BrokerChannel:
         self.reconnect_backoff_max_ms = reconnect_backoff_max_ms
         self._wire: _Wire | None = None
         self._connecting: asyncio.Future[None] | None = None
-        # correlation id -> (api key, version or _RAW, future, deadline: loop time, inf for _roundtrip's
-        # requests, which have their own timeout)
-        self._pending: dict[int, tuple[int, int, asyncio.Future[Any], float]] = {}
+        self._inflight: InFlight[_Pending] = InFlight()  # correlation ids of this channel's connections
         self._watchdog: asyncio.TimerHandle | None = None
-        self._next_correlation = 0
         self._failures = 0  # consecutive failed connects (backoff exponent)
         self._next_attempt = 0.0  # monotonic time before which no connect is tried
         self._closed = False
@@ -109,7 +117,7 @@ class BrokerChannel:
         body_out: dict[str, Any] = await self._roundtrip(
             api_key,
             api_version,
-            lambda cid: encode_request(RequestHeader(api_key, api_version, cid, client_id), body),
+            lambda cid: request_frame(api_key, api_version, cid, client_id, body),
             auth_step=auth_step,
         )
         return body_out
@@ -130,11 +138,12 @@ class BrokerChannel:
         wire = self._wire
         if wire is None or self._connecting is not None or wire.paused is not None or self._closed:
             return None
-        self._next_correlation = cid = (self._next_correlation + 1) & 0x7FFFFFFF
-        _CORRELATION.pack_into(frame, 8, cid)
+        inflight = self._inflight
+        cid = inflight.next_id()
+        stamp_correlation(frame, cid)
         loop = wire.loop
         fut: asyncio.Future[bytearray] = loop.create_future()
-        self._pending[cid] = (-1, _RAW, fut, loop.time() + self.request_timeout_ms / 1000)
+        inflight.expect(cid, (-1, _RAW, fut, loop.time() + self.request_timeout_ms / 1000))
         if self._watchdog is None:
             self._watchdog = loop.call_later(self.request_timeout_ms / 1000, self._check_deadlines)
         try:
@@ -152,7 +161,7 @@ class BrokerChannel:
             return
         now = wire.loop.time()
         soonest = None
-        for _, _, fut, deadline in self._pending.values():
+        for _, _, fut, deadline in self._inflight.entries.values():
             if fut.done() or deadline == _NO_DEADLINE:  # answered, or request's own timeout applies
                 continue
             if deadline <= now:
@@ -181,11 +190,10 @@ class BrokerChannel:
             wire = self._wire
             if wire is None:  # dropped again while we were connecting
                 raise ConnectionError(f"{self}: connection lost")
-            self._next_correlation = (self._next_correlation + 1) & 0x7FFFFFFF
-            cid = self._next_correlation
+            cid = self._inflight.next_id()
             frame = make_frame(cid)
             fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._pending[cid] = (api_key, api_version, fut, _NO_DEADLINE)
+            self._inflight.expect(cid, (api_key, api_version, fut, _NO_DEADLINE))
             try:
                 try:
                     wire.transport.write(frame)
@@ -254,7 +262,7 @@ class BrokerChannel:
             self._wire = wire
             if sec is not None and sec.mechanism:
                 try:
-                    await sec.authenticate(lambda k, v, b: self.request(k, v, b, auth_step=True))
+                    await self._authenticate(SaslClient(sec.mechanism, sec.username, sec.password))
                 except Exception as e:  # refused, or a peer's garbage in the SASL steps
                     self._failures += 1
                     self._next_attempt = time.monotonic() + self.reconnect_backoff_max_ms / 1000
@@ -270,14 +278,20 @@ class BrokerChannel:
                 self._connecting.cancel()
             self._connecting = None
 
+    async def _authenticate(self, sasl: SaslClient) -> None:
+        """The SASL exchange of a new connection (its steps go first: auth_step)."""
+        call: Call | None = sasl.start()
+        while call is not None:
+            call = sasl.receive(await self.request(*call, auth_step=True))
+
     def _on_frame(self, wire: _Wire, frame: bytearray) -> None:
         """One response frame (without its size prefix) from `wire`."""
         if wire is not self._wire:
             return
-        cid = _CORRELATION.unpack_from(frame, 0)[0]  # frames are >= 4 bytes (_Wire checks)
-        entry = self._pending.pop(cid, None)
-        if entry is None:
-            self._lost(wire, ProtocolDecodeError(f"response with unknown correlation id {cid}"))
+        try:
+            entry = self._inflight.match(frame)  # frames are >= 4 bytes (FrameReader checks)
+        except UnexpectedResponse as e:
+            self._lost(wire, e)
             return
         api_key, api_version, fut, _ = entry
         if fut.done():  # its caller gave up (cancelled): skip the answer
@@ -305,11 +319,11 @@ class BrokerChannel:
         if wire is not None:
             wire.transport.close()
             wire.wake_writers()
-        pending, self._pending = self._pending, {}
+        pending = self._inflight.drain()
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
-        for _, _, fut, _ in pending.values():
+        for _, _, fut, _ in pending:
             if not fut.done():
                 fut.set_exception(err)
 
@@ -323,31 +337,22 @@ class _Wire(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set by connection_made
         self.paused: asyncio.Future[None] | None = None  # write flow control
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by connection_made
-        self._head = bytearray(4)
-        self._frame: bytearray | None = None
-        self._pos = 0
+        self._reader = FrameReader()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.loop = asyncio.get_running_loop()
         self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport subclass
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        frame = self._frame
-        return memoryview(self._head if frame is None else frame)[self._pos :]
+        return self._reader.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._pos += nbytes
-        frame = self._frame
-        if frame is None:
-            if self._pos < 4:
-                return
-            size = _SIZE.unpack(self._head)[0]
-            if size < 4 or size > MAX_RESPONSE_BYTES:
-                self.channel._lost(self, ProtocolDecodeError(f"response size {size} out of range"))
-                return
-            self._frame, self._pos = bytearray(size), 0
-        elif self._pos == len(frame):
-            self._frame, self._pos = None, 0
+        try:
+            frame = self._reader.buffer_updated(nbytes)
+        except ProtocolDecodeError as e:  # a size prefix out of range
+            self.channel._lost(self, e)
+            return
+        if frame is not None:
             self.channel._on_frame(self, frame)
 
     def connection_lost(self, exc: Exception | None) -> None:

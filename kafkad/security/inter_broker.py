@@ -2,52 +2,26 @@
 
 `configure(settings)` (main, cluster mode) makes every BrokerChannel (controller requests, follower
 fetches, controlled shutdown) dial with TLS when the listener has it, and authenticate with SaslHandshake v1 +
-SaslAuthenticate (PLAIN or SCRAM) before its first request. Unset (the default), channels are plain TCP.
+SaslAuthenticate (PLAIN or SCRAM, kafkad.client.SaslClient's exchange) with these credentials before its first
+request. Unset (the default), channels are plain TCP.
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from kafkad.security.scram import MECHANISMS, ScramClient, ScramError
 from kafkad.security.settings import InterBroker
-
-Request = Callable[[int, int, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
 class InterBrokerClient:
+    """How a BrokerChannel dials: TLS context (None: plain TCP) and SASL login (mechanism "": none)."""
+
     ssl_context: ssl.SSLContext | None
     mechanism: str
     username: str
     password: str
-
-    async def authenticate(self, request: Request) -> None:
-        """Raises ConnectionError when the peer refuses (the channel drops and retries with backoff)."""
-        if not self.mechanism:
-            return
-        r = await request(17, 1, {"mechanism": self.mechanism})
-        if r["error_code"]:
-            raise ConnectionError(f"SASL mechanism {self.mechanism} refused (offered {r.get('mechanisms')})")
-
-        async def step(token: bytes) -> bytes:
-            resp = await request(36, 1, {"auth_bytes": token})
-            if resp["error_code"]:
-                raise ConnectionError(f"SASL authentication failed: {resp.get('error_message')}")
-            return bytes(resp["auth_bytes"])
-
-        if self.mechanism == "PLAIN":
-            await step(b"\0" + self.username.encode() + b"\0" + self.password.encode())
-            return
-        assert self.mechanism in MECHANISMS
-        client = ScramClient(self.mechanism, self.username, self.password)
-        try:
-            client.verify(await step(client.final(await step(client.first()))))
-        except ScramError as e:
-            raise ConnectionError(f"SASL authentication failed: {e}") from None
 
 
 CLIENT: InterBrokerClient | None = None

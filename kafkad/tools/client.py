@@ -3,7 +3,9 @@
 How it works: `KafkaClient` opens one TCP connection to the first reachable `--bootstrap-server`,
 negotiates versions with ApiVersions (for every API both sides know, the highest version in the
 intersection of the broker's range and ours from `kafkad.protocol.SCHEMAS`), and then sends one request at a
-time, waiting for its response (`send`). Requests to a given broker (the partition leader, the group
+time, waiting for its response (`send`). `BrokerConnection` is the blocking shell of kafkad's client core
+(kafkad.client: framing, correlation ids, the ApiVersions exchange and SASL live there); it only moves the
+bytes over a socket and turns the core's failures into ToolError. Requests to a given broker (the partition leader, the group
 coordinator) go over `node(node_id)`, which opens and negotiates a connection per node found in Metadata.
 
 Errors come out as `ToolError` (connection trouble, unsupported APIs) or its subclass `KafkaApiError`
@@ -12,24 +14,27 @@ Errors come out as `ToolError` (connection trouble, unsupported APIs) or its sub
 
 from __future__ import annotations
 
-import itertools
 import logging
 import socket
-import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from kafkad.protocol import (
-    SCHEMAS,
-    ApiKey,
-    ErrorCode,
-    ProtocolError,
-    RequestHeader,
-    decode_response,
-    encode_request,
+from kafkad.client import (
+    Call,
+    FrameReader,
+    InFlight,
+    MechanismRefused,
+    MechanismUnsupported,
+    SaslClient,
+    SaslError,
+    UnexpectedResponse,
+    VersionNegotiation,
+    request_frame,
 )
+from kafkad.client import choose_versions as _choose_versions
+from kafkad.protocol import SCHEMAS, ApiKey, ErrorCode, ProtocolError, decode_response
 
 if TYPE_CHECKING:
     from kafkad.tools.client_security import ClientSecurity
@@ -178,16 +183,7 @@ TOOL_VERSIONS: Mapping[int, tuple[int, int]] = {
 def choose_versions(broker: Mapping[int, tuple[int, int]]) -> dict[int, int]:
     """For each api both sides speak, the highest version in both ranges (ours: TOOL_VERSIONS, else the
     schema's)."""
-    out: dict[int, int] = {}
-    for key, (b_min, b_max) in broker.items():
-        api = SCHEMAS.get(key)
-        if api is None:
-            continue
-        our_min, our_max = TOOL_VERSIONS.get(key, api.versions)
-        lo, hi = max(b_min, our_min), min(b_max, our_max)
-        if lo <= hi:
-            out[key] = hi
-    return out
+    return _choose_versions(broker, TOOL_VERSIONS)
 
 
 def api_name(api_key: int) -> str:
@@ -212,7 +208,8 @@ class BrokerConnection:
         self.port = port
         self.node_id = node_id
         self.client_id = client_id
-        self._correlation = itertools.count(1)
+        self._inflight: InFlight[int] = InFlight()  # one request at a time: its api key
+        self._reader = FrameReader()
         try:
             self._sock = socket.create_connection((host, port), timeout=timeout_s)
         except OSError as e:
@@ -226,34 +223,42 @@ class BrokerConnection:
         self.broker_versions: dict[int, tuple[int, int]] = {}
         self.versions: dict[int, int] = {}
         self._negotiate()
-        if security is not None:
-            security.authenticate(lambda k, v, b: decode_response(k, v, self._roundtrip(k, v, b))[1])
+        if security is not None and security.sasl:
+            self._authenticate(security)
 
     def close(self) -> None:
         self._sock.close()
 
     def _negotiate(self) -> None:
-        version = TOOL_VERSIONS[ApiKey.API_VERSIONS][1]
-        body = self._api_versions(version)
-        if body["error_code"] == ErrorCode.UNSUPPORTED_VERSION:
-            # KIP-511: the broker answered in v0 layout, listing the ApiVersions versions it speaks.
-            theirs = {k["api_key"]: k["max_version"] for k in body["api_keys"]}
-            version = min(version, theirs.get(ApiKey.API_VERSIONS, 0))
-            body = self._api_versions(version)
-        check(body["error_code"], "ApiVersions")
-        self.broker_versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
-        self.versions = choose_versions(self.broker_versions)
-
-    def _api_versions(self, version: int) -> dict[str, Any]:
-        key = ApiKey.API_VERSIONS
-        frame = self._roundtrip(
-            key, version, {"client_software_name": "kafkad-tools", "client_software_version": "1"}
+        neg = VersionNegotiation(
+            TOOL_VERSIONS[ApiKey.API_VERSIONS][1],
+            {"client_software_name": "kafkad-tools", "client_software_version": "1"},
+            TOOL_VERSIONS,
         )
+        call: Call | None = neg.request()
+        while call is not None:
+            call = neg.receive(self._roundtrip(*call))
+        check(neg.error_code, "ApiVersions")
+        self.broker_versions = neg.broker_versions
+        self.versions = neg.versions
+
+    def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1 + SaslAuthenticate (kafkad.client.SaslClient), failures as ToolError."""
+        sasl = SaslClient(security.mechanism, security.username, security.password)
+        call: Call | None = sasl.start()
         try:
-            return decode_response(key, version, frame)[1]
-        except ProtocolError:
-            # An error answer to a too-new request is in v0 layout.
-            return decode_response(key, 0, frame)[1]
+            while call is not None:
+                call = sasl.receive(
+                    decode_response(call.api_key, call.api_version, self._roundtrip(*call))[1]
+                )
+        except MechanismRefused as e:
+            raise ToolError(
+                f"SASL mechanism {e.mechanism} not enabled by the broker (it offers {e.offered})"
+            ) from None
+        except MechanismUnsupported as e:
+            raise ToolError(f"SASL mechanism {e.mechanism} is not supported by kafkad's tools") from None
+        except SaslError as e:
+            raise ToolError(str(e)) from None
 
     def supports(self, api_key: int) -> bool:
         return api_key in self.versions
@@ -288,33 +293,41 @@ class BrokerConnection:
     def _roundtrip(
         self, api_key: int, version: int, body: Mapping[str, Any], *, expect_response: bool = True
     ) -> bytes:
-        correlation_id = next(self._correlation)
-        header = RequestHeader(api_key, version, correlation_id, self.client_id)
-        data = encode_request(header, body)
+        """Send one request; its response frame (without size prefix), or b"" without a response."""
+        inflight = self._inflight
+        inflight.drain()  # one request at a time: an answer to an earlier one (timed out) is a mismatch
+        correlation_id = inflight.next_id()
+        data = request_frame(api_key, version, correlation_id, self.client_id, body)
         where = f"node {self.node_id} ({self.host}:{self.port})"
         try:
             self._sock.sendall(data)
             if not expect_response:
                 return b""
-            size = struct.unpack(">i", self._recv_exact(4))[0]
-            frame = self._recv_exact(size)
+            inflight.expect(correlation_id, api_key)
+            frame = self._recv_frame()
         except TimeoutError:
             raise ToolError(f"Timed out waiting for a {api_name(api_key)} response from {where}") from None
+        except ProtocolError as e:
+            raise ToolError(f"Connection to {where} failed: {e.message}") from None
         except OSError as e:
             raise ToolError(f"Connection to {where} failed: {e.strerror or e}") from None
-        got = struct.unpack_from(">i", frame)[0]
-        if got != correlation_id:
-            raise ToolError(f"Correlation id mismatch from {where}: sent {correlation_id}, got {got}")
-        return frame
+        try:
+            inflight.match(frame)
+        except UnexpectedResponse as e:
+            raise ToolError(
+                f"Correlation id mismatch from {where}: sent {correlation_id}, got {e.correlation_id}"
+            ) from None
+        return bytes(frame)  # as the tools have always had it (read-only views of records)
 
-    def _recv_exact(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self._sock.recv(min(n - len(buf), 1 << 20))
-            if not chunk:
+    def _recv_frame(self) -> bytearray:
+        reader = self._reader
+        while True:
+            n = self._sock.recv_into(reader.get_buffer())
+            if not n:
                 raise ConnectionResetError("connection closed by the broker")
-            buf += chunk
-        return bytes(buf)
+            frame = reader.buffer_updated(n)
+            if frame is not None:
+                return frame
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,15 +4,15 @@ Understood keys (Kafka's and librdkafka's spellings): security.protocol, ssl.tru
 ssl.ca.location (PEM), ssl.keystore.location (PEM key + chain) / ssl.certificate.location +
 ssl.key.location, ssl.key.password, ssl.endpoint.identification.algorithm, sasl.mechanism,
 sasl.jaas.config (username/password of Plain/ScramLoginModule) or sasl.username + sasl.password.
+The SASL exchange itself is kafkad.client.SaslClient's, driven by kafkad.tools.client.BrokerConnection.
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kafkad.tools.client import ToolError
 
@@ -54,6 +54,11 @@ class ClientSecurity:
         mechanism = props.get("sasl.mechanism", props.get("sasl.mechanisms", "PLAIN")).upper()
         return cls(protocol, ctx, mechanism, user, password)
 
+    @property
+    def sasl(self) -> bool:
+        """Whether connections authenticate (SASL_PLAINTEXT, SASL_SSL) after ApiVersions."""
+        return self.protocol.startswith("SASL_")
+
     def wrap(self, sock: socket.socket, host: str) -> socket.socket:
         if self.ssl_context is None:
             return sock
@@ -62,32 +67,3 @@ class ClientSecurity:
         except (ssl.SSLError, OSError) as e:
             sock.close()
             raise ToolError(f"TLS handshake with {host} failed: {e}") from None
-
-    def authenticate(self, send: Callable[[int, int, Mapping[str, Any]], dict[str, Any]]) -> None:
-        """SaslHandshake v1 + SaslAuthenticate, through `send(api_key, version, body) -> response body`."""
-        if not self.protocol.startswith("SASL_"):
-            return
-        from kafkad.security.scram import MECHANISMS, ScramClient, ScramError
-
-        r = send(17, 1, {"mechanism": self.mechanism})
-        if r["error_code"]:
-            raise ToolError(
-                f"SASL mechanism {self.mechanism} not enabled by the broker (it offers {r.get('mechanisms')})"
-            )
-
-        def step(token: bytes) -> bytes:
-            resp = send(36, 1, {"auth_bytes": token})
-            if resp["error_code"]:
-                raise ToolError(f"SASL authentication failed: {resp.get('error_message')}")
-            return bytes(resp["auth_bytes"])
-
-        if self.mechanism == "PLAIN":
-            step(b"\0" + self.username.encode() + b"\0" + self.password.encode())
-        elif self.mechanism in MECHANISMS:
-            client = ScramClient(self.mechanism, self.username, self.password)
-            try:
-                client.verify(step(client.final(step(client.first()))))
-            except ScramError as e:
-                raise ToolError(f"SASL authentication failed: {e}") from None
-        else:
-            raise ToolError(f"SASL mechanism {self.mechanism} is not supported by kafkad's tools")

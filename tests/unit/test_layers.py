@@ -30,8 +30,10 @@ ALLOWED: dict[str, set[str]] = {
     "zk": {"protocol", *SECURITY_LEAVES},
     "spark_bridge": {"protocol", "storage", "zk"},
     "config": {"protocol", "storage", "zk", *SECURITY_LEAVES, *BRIDGE_SETTINGS},
-    "replication": {"protocol", "storage", *SECURITY_LEAVES},
-    "controller": {"protocol", "storage", "replication", "zk", *SECURITY_LEAVES},
+    # the client core (kafkad.client): sans-IO framing, correlation, ApiVersions, SASL; SCRAM's arithmetic
+    "client": {"protocol", "kafkad.security.scram"},
+    "replication": {"protocol", "storage", "client", *SECURITY_LEAVES},
+    "controller": {"protocol", "storage", "replication", "zk", "client", *SECURITY_LEAVES},
     "network": {"protocol", "config"},
     "security": {"protocol", "storage", "zk", "config", "network"},
     "coordinator": {"protocol", "storage", "replication"},
@@ -63,7 +65,7 @@ ALLOWED: dict[str, set[str]] = {
     # the Kafka-named CLIs: clients of the wire, plus the properties parser (--command-config), replica
     # placement (kafkad-reassign-partitions), ZooKeeper (kafkad-zookeeper-security-migration, logged in as
     # the brokers are) and security's vocabularies
-    "tools": {"protocol", "storage", "zk", "kafkad.config.properties", PLACEMENT, *SECURITY_LEAVES},
+    "tools": {"protocol", "storage", "client", "zk", "kafkad.config.properties", PLACEMENT, *SECURITY_LEAVES},
 }
 
 

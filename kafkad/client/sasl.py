@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkad.client.framing import Call
 from kafkad.protocol import ApiKey
-from kafkad.security.scram import MECHANISMS, ScramClient, ScramError
+
+if TYPE_CHECKING:
+    from kafkad.security.scram import ScramClient
 
 HANDSHAKE_VERSION = 1  # v1: the tokens travel in SaslAuthenticate requests (v0: raw frames)
 AUTHENTICATE_VERSION = 1
@@ -85,6 +87,9 @@ class SaslClient:
             if self.mechanism == "PLAIN":
                 self._state = _State.PLAIN
                 return self._token(b"\0" + self._username.encode() + b"\0" + self._password.encode())
+            # Imported here: a broker without SASL listeners never loads SCRAM (test_startup_imports).
+            from kafkad.security.scram import MECHANISMS, ScramClient
+
             if self.mechanism not in MECHANISMS:
                 raise MechanismUnsupported(self.mechanism)
             self._scram = ScramClient(self.mechanism, self._username, self._password)
@@ -94,18 +99,22 @@ class SaslClient:
             raise AuthenticationFailed(body.get("error_message"))
         token = bytes(body["auth_bytes"])
         scram = self._scram
+        if state is _State.PLAIN or scram is None:
+            if state is not _State.PLAIN:
+                raise AuthenticationFailed("an answer after the exchange completed")
+            self._state = _State.DONE
+            return None
+        from kafkad.security.scram import ScramError
+
         try:
             if state is _State.SCRAM_FIRST:
-                assert scram is not None
                 self._state = _State.SCRAM_FINAL
                 return self._token(scram.final(token))
-            if state is _State.SCRAM_FINAL:
-                assert scram is not None
-                scram.verify(token)
+            if state is not _State.SCRAM_FINAL:
+                raise AuthenticationFailed("an answer after the exchange completed")
+            scram.verify(token)
         except ScramError as e:
             raise AuthenticationFailed(e) from None
-        if state is _State.DONE:
-            raise AuthenticationFailed("an answer after the exchange completed")
         self._state = _State.DONE
         return None
 

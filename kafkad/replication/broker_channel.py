@@ -35,7 +35,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkad.client import (
-    MAX_RESPONSE_BYTES,
     Call,
     FrameReader,
     InFlight,
@@ -50,7 +49,6 @@ log = logging.getLogger(__name__)
 
 _NO_DEADLINE = float("inf")
 _RAW = -1  # api_version of a pending request_raw: answered with the frame
-__all__ = ["MAX_RESPONSE_BYTES", "BrokerChannel"]
 
 # A pending request: (api key, version or _RAW, future, deadline: loop time, inf for _roundtrip's requests,
 # which have their own timeout)

@@ -3,10 +3,12 @@
 How it works: `KafkaClient` opens one TCP connection to the first reachable `--bootstrap-server`,
 negotiates versions with ApiVersions (for every API both sides know, the highest version in the
 intersection of the broker's range and ours from `kafkad.protocol.SCHEMAS`), and then sends one request at a
-time, waiting for its response (`send`). `BrokerConnection` is the blocking shell of kafkad's client core
-(kafkad.client: framing, correlation ids, the ApiVersions exchange and SASL live there); it only moves the
-bytes over a socket and turns the core's failures into ToolError. Requests to a given broker (the partition leader, the group
+time, waiting for its response (`send`). Requests to a given broker (the partition leader, the group
 coordinator) go over `node(node_id)`, which opens and negotiates a connection per node found in Metadata.
+
+`BrokerConnection` is the blocking shell of kafkad's client core (kafkad.client: request frames, correlation
+ids, the ApiVersions exchange and SASL live there): it moves the bytes over a socket and turns the core's
+failures into ToolError.
 
 Errors come out as `ToolError` (connection trouble, unsupported APIs) or its subclass `KafkaApiError`
 (an ErrorCode in a response, with Kafka's message for it), so a tool can print one line and exit non-zero.

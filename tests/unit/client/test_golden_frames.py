@@ -9,15 +9,14 @@ through the blocking shell (the tools' KafkaClient / BrokerConnection with Clien
 shell (BrokerChannel, with inter-broker TLS-less SASL), each scenario on a fresh server. SCRAM nonces are
 fixed (secrets.token_urlsafe), so the client's proofs are deterministic too.
 
-`KAFKAD_RECORD_CLIENT_FRAMES=1` rewrites data/client_frames.json from the code under test (done once, before
-the core existed: commit "client: golden request frames of both wire clients").
+`python -m tests.unit.client.test_golden_frames` rewrites data/client_frames.json from the code under test
+(done once, before the core existed: commit "client: golden request frames of both wire clients").
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import secrets
 import socket
 import struct
@@ -38,7 +37,6 @@ from kafkad.tools.client import BrokerConnection, KafkaClient
 from kafkad.tools.client_security import ClientSecurity
 
 DATA = Path(__file__).parent / "data" / "client_frames.json"
-RECORD = bool(os.environ.get("KAFKAD_RECORD_CLIENT_FRAMES"))
 PASSWORD = "s3cret"
 RECORDS = bytes(build_batch([SimpleRecord(b"k", b"v", timestamp=1_700_000_000_000)]))
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -261,11 +259,10 @@ def _record(name: str, monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
     return [list(x) for x in broker.frames]
 
 
-def test_record_golden_frames(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not RECORD:
-        assert DATA.is_file(), f"{DATA} missing: record it with KAFKAD_RECORD_CLIENT_FRAMES=1"
-        return
-    out = {name: _record(name, monkeypatch) for name in SCENARIOS}
+def record() -> None:
+    """Rewrites data/client_frames.json from the code under test."""
+    with pytest.MonkeyPatch.context() as mp:
+        out = {name: _record(name, mp) for name in SCENARIOS}
     DATA.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
 
 
@@ -277,3 +274,7 @@ def test_frames_byte_identical(name: str, monkeypatch: pytest.MonkeyPatch) -> No
     for (gc, gf), (c, f) in zip(golden, got, strict=True):
         assert (c, f) == (gc, gf), f"{name}: frame differs from the recorded one"
     assert got == golden
+
+
+if __name__ == "__main__":
+    record()

@@ -67,7 +67,9 @@ def test_session_expiry_events_reach_no_watch_and_the_controller_reelects(
         zk = await _cluster_zk()
         c = await _active_controller(zk)
         epoch = c.ctx.epoch
-        assert Z.TopicZNode.path("t") in zk.data_watches  # the per-topic watch that got a path-less event
+        # the per-topic watch that gets a path-less event (set by the startup event, which may still run
+        # after `active` turned true)
+        await _until(lambda: Z.TopicZNode.path("t") in zk.data_watches, "the controller watches topic t")
         zk.expire_session()
         await asyncio.sleep(0)  # the path-less NONE events (call_soon) reach their watchers
         # and whatever they queued on the controller has run (no fixed sleep: a loaded machine breaks it)

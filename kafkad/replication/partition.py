@@ -338,6 +338,31 @@ class Partition:
             self._wake_data_waiters()
         return result
 
+    def append_txn_marker(
+        self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int, *, now_ms: int
+    ) -> int:
+        """Append a COMMIT/ABORT control batch ending `producer_id`'s transaction here (the leader);
+        returns its offset. Raises KafkaError (NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH,
+        TRANSACTION_COORDINATOR_FENCED, ...)."""
+        if self.role is not Role.LEADER:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic}-{self.index}: not the leader")
+        log: Any = self.log
+        offset: int = log.append_txn_marker(
+            producer_id,
+            producer_epoch,
+            committed,
+            coordinator_epoch,
+            leader_epoch=self.leader_epoch,
+            now_ms=now_ms,
+        )
+        if log.config.sync_on_append:
+            self._synced_append(offset, -1)
+            return offset
+        self._advance_hw()
+        if self._data_waiters:
+            self._wake_data_waiters()
+        return offset
+
     def _synced_append(self, last_offset: int, required_acks: int) -> None:
         """After an append to a log with flush settings: start its fsync if they call for one now (acks=0:
         nobody waits for it), hold the HW at the recovery point until it is done, wake waiters."""

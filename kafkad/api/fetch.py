@@ -6,7 +6,8 @@ progress). If fewer than min_bytes are available and max_wait_ms > 0, the reques
 that every watched partition resolves when its high watermark moves (no polling), bounded by one
 deadline timer.
 Fetch sessions (KIP-227): we answer session_id 0, which tells clients to keep sending full requests.
-read_committed reads the same as read_uncommitted: no transactions, so LSO = HW.
+read_committed (isolation_level 1) consumers read up to the last stable offset and get the aborted
+transactions overlapping what they read (`_aborted`); followers and read_uncommitted up to the HW.
 A follower (replica_id >= 0) reads up to the log end and its fetch offset is its log end offset
 (Partition.update_follower_position: HW, ISR expansion). A current_leader_epoch (v9+) other than ours
 answers FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer), as KIP-320. replica_id -2 (Kafka's
@@ -96,9 +97,10 @@ def _read_all(
     watched: list[Partition] = []
     responses = []
     metrics = ctx.broker.services.get("metrics")
-    # Kafka: null for read_uncommitted, the (here always empty) list of aborted transactions for
-    # read_committed. One shared, never mutated list.
-    aborted: list[Any] | None = _NO_ABORTED if body.get("isolation_level", 0) == READ_COMMITTED else None
+    # Kafka: null for read_uncommitted, the list of aborted transactions for read_committed (one shared,
+    # never mutated empty list unless a read finds some).
+    committed = body.get("isolation_level", 0) == READ_COMMITTED and not follower
+    aborted: list[Any] | None = _NO_ABORTED if committed else None
     for t in body.get("topics") or []:
         if by_id:
             tid = t["topic_id"]
@@ -126,7 +128,7 @@ def _read_all(
                 "partition_index": index,
                 "error_code": 0,
                 "high_watermark": part.high_watermark,
-                "last_stable_offset": part.high_watermark,
+                "last_stable_offset": part.last_stable_offset,
                 "log_start_offset": part.log_start_offset,
                 "aborted_transactions": aborted,
                 "preferred_read_replica": -1,
@@ -171,10 +173,13 @@ def _read_all(
                         max(limit, 0),
                         min_one_batch=total == 0,
                         committed_only=not follower,
+                        stable_only=committed,
                     )
                     if result.size:
                         out["records"] = list(result.slices)
                         total += result.size
+                        if committed:  # read_committed: the aborted transactions it must skip
+                            out["aborted_transactions"] = _aborted(part, p["fetch_offset"]) or aborted
                 else:  # max_bytes reached: no read, but its offset is checked as a read would (Kafka's)
                     part.check_fetch_offset(p["fetch_offset"])
                 if follower:  # only an offset a read accepted moves the follower (updateFollowerFetchState)
@@ -192,6 +197,14 @@ def _read_all(
         else:
             responses.append({"topic": name, "partitions": parts})
     return responses, total, errors, watched
+
+
+def _aborted(part: Partition, offset: int) -> list[dict[str, Any]] | None:
+    """A read_committed read's aborted transactions (those overlapping it, which the consumer skips)."""
+    found = part.aborted_txns(offset)
+    if not found:
+        return None
+    return [{"producer_id": a.producer_id, "first_offset": a.first_offset} for a in found]
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -8,7 +8,8 @@ legacyFetchOffsetsBefore), the log end capped at the high watermark for consumer
 its file's mtime; kafkad uses its largest record timestamp (no stat on the event loop).
 
 librdkafka sends -3 below v7 too (Kafka answers it at any version), so every version takes it. Answers
-never reach past the high watermark, as Kafka's fetchOffsetForTimestamp bounds them.
+never reach past the high watermark, as Kafka's fetchOffsetForTimestamp bounds them; latest for a
+read_committed client (isolation_level 1, v2+) is the last stable offset.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ LATEST = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+READ_COMMITTED = 1
 
 
 def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
@@ -103,6 +105,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     if ctx.version == 0:
         return _handle_v0(ctx, request)
     replicas = ctx.broker.replicas
+    committed = request.body.get("isolation_level", 0) == READ_COMMITTED
     topics = []
     for t in request.body.get("topics") or []:
         parts = []
@@ -120,17 +123,19 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                     raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 out["leader_epoch"] = part.leader_epoch
                 ts = p["timestamp"]
+                # read_committed (v2+) sees up to the last stable offset (Kafka's lastFetchableOffset)
+                fetchable = part.last_stable_offset if committed else part.high_watermark
                 if ts in (EARLIEST, EARLIEST_LOCAL):
                     out["offset"] = part.log_start_offset
                 elif ts == LATEST:
-                    out["offset"] = part.high_watermark
+                    out["offset"] = fetchable
                 elif ts == LATEST_TIERED:
                     pass  # nothing is tiered: Kafka answers -1 without remote storage
                 elif ts < MAX_TIMESTAMP:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"timestamp {ts} is not supported")
                 else:  # a timestamp, or MAX_TIMESTAMP
                     found = part.log.offset_for_timestamp(ts)
-                    if found is not None and found[1] < part.high_watermark:
+                    if found is not None and found[1] < fetchable:
                         out["timestamp"], out["offset"] = found
             except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline
                 out["error_code"] = int(replicas.error_for(t["name"], p["partition_index"], exc).code)

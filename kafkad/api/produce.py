@@ -17,6 +17,12 @@ A compacted topic (cleanup.policy contains "compact") refuses records without a 
 LogValidator does: the partition answers INVALID_RECORD with one record_errors entry per keyless record
 (v8+) and nothing of it is appended. Only these partitions have their records walked (key_check.py);
 every other topic's batches are never decoded.
+
+Transactions (v3+ `transactional_id`): the batches are appended as any idempotent producer's (the
+partition's producer state opens the transaction). KIP-890: a transactional batch of a producer with no
+transaction ongoing on the partition is first checked with the transaction coordinator
+(`broker.services["txn_verifier"]`, replication/txn_verify.py; accepted when there is none), so a late
+write of a finished transaction cannot open a new one that nobody will end.
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.replication.partition import Partition
+from kafkad.replication.txn_verify import SERVICE_KEY as VERIFIER_KEY
+from kafkad.replication.txn_verify import TxnVerifier
 from kafkad.storage.records import Compression, legacy, read_header, validate_client_batches
+from kafkad.storage.records.batch import TRANSACTIONAL_FLAG
 from kafkad.storage.records.key_check import null_key_indexes
 
 if TYPE_CHECKING:
@@ -230,6 +239,43 @@ async def _replicated(w: _Wait, timeout_ms: int, metrics: Any) -> None:
         w.out.update(_partition_response(index, e.code, e.message or None))
 
 
+async def _verify_txn(
+    broker: Broker, body: Mapping[str, Any], txn_id: str, verifier: TxnVerifier
+) -> dict[tuple[str, int], ErrorCode]:
+    """KIP-890: a transactional batch that would open a transaction on a partition (its producer has
+    none ongoing there) is checked with the coordinator first; the partitions it refuses, and why."""
+    checks: list[tuple[tuple[str, int], Any]] = []
+    for t in body.get("topic_data") or ():
+        for p in t["partition_data"]:
+            records = p["records"]
+            part = broker.replicas.get(t["name"], p["index"])
+            if not records or part is None or len(records) < 61:
+                continue  # _append answers these
+            try:
+                h = read_header(records if isinstance(records, memoryview) else memoryview(records), 0)
+            except KafkaError:
+                continue
+            if not h.attributes & TRANSACTIONAL_FLAG or h.producer_id < 0:
+                continue
+            if part.has_ongoing_txn(h.producer_id):
+                continue
+            key = (t["name"], p["index"])
+            checks.append(
+                (key, verifier.verify(txn_id, h.producer_id, h.producer_epoch, t["name"], p["index"]))
+            )
+    if not checks:
+        return {}
+    codes = await asyncio.gather(*(c for _, c in checks), return_exceptions=True)
+    refused = {}
+    for (key, _), code in zip(checks, codes, strict=True):
+        if isinstance(code, BaseException):
+            log.warning("transaction verification of %s-%d failed: %r", key[0], key[1], code)
+            refused[key] = ErrorCode.COORDINATOR_NOT_AVAILABLE  # retriable for the client
+        elif code != ErrorCode.NONE:
+            refused[key] = ErrorCode(code)
+    return refused
+
+
 def _failed(metrics: Any, topic: str) -> None:
     if metrics is not None:
         metrics.record_failed_produce(topic)
@@ -242,11 +288,13 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | N
     version = ctx.header.api_version
     if acks not in (-1, 0, 1):
         return _all_failed(request, ErrorCode.INVALID_REQUIRED_ACKS)
-    if body.get("transactional_id") is not None:
-        return _all_failed(
-            request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported"
-        )
     broker = ctx.broker
+    refused: dict[tuple[str, int], ErrorCode] | None = None
+    txn_id = body.get("transactional_id")
+    if txn_id is not None:
+        verifier = broker.services.get(VERIFIER_KEY)
+        if verifier is not None:
+            refused = await _verify_txn(broker, body, txn_id, verifier)
     metrics = broker.services.get("metrics")  # once per request, not per partition
     waits: list[_Wait] = []
     responses = []
@@ -255,7 +303,14 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | N
     for t in body.get("topic_data") or ():
         name = t["name"]
         parts = t["partition_data"]
-        if len(parts) == 1:  # the common case, without a comprehension's frame
+        if refused:
+            out = [
+                _partition_response(p["index"], refused[(name, p["index"])])
+                if (name, p["index"]) in refused
+                else _append(broker, version, metrics, name, p, acks, waits)
+                for p in parts
+            ]
+        elif len(parts) == 1:  # the common case, without a comprehension's frame
             out = [_append(broker, version, metrics, name, parts[0], acks, waits)]
         else:
             out = [_append(broker, version, metrics, name, p, acks, waits) for p in parts]

@@ -63,6 +63,10 @@ class PartitionLogLike(Protocol):
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
 
 
+def _no_aborted(_offset: int, _upper: int) -> list[Any]:
+    return []
+
+
 class Role(enum.Enum):
     LEADER = "leader"
     FOLLOWER = "follower"
@@ -136,6 +140,11 @@ class Partition:
     @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """min(first offset of an unfinished transaction, HW): where read_committed reads stop."""
+        return int(getattr(self.log, "last_stable_offset", self.log.high_watermark))
 
     @property
     def log_start_offset(self) -> int:
@@ -338,6 +347,11 @@ class Partition:
             self._wake_data_waiters()
         return result
 
+    def has_ongoing_txn(self, producer_id: int) -> bool:
+        """Whether `producer_id` has a transaction open on this partition."""
+        state = getattr(self.log, "producer_state", None)
+        return state is not None and producer_id in state.ongoing
+
     def append_txn_marker(
         self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int, *, now_ms: int
     ) -> int:
@@ -418,13 +432,25 @@ class Partition:
 
     # --- fetch -----------------------------------------------------------------------------------
     def read_records(
-        self, offset: int, max_bytes: int, *, min_one_batch: bool, committed_only: bool = True
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_batch: bool,
+        committed_only: bool = True,
+        stable_only: bool = False,
     ) -> Any:
-        """Storage's ReadResult from `offset`; consumers see up to the HW, followers up to the LEO."""
+        """Storage's ReadResult from `offset`; consumers see up to the HW (read_committed ones,
+        `stable_only`, up to the LSO), followers up to the LEO."""
         if offset < self.log_start_offset or offset > self.log_end_offset:
             self.check_fetch_offset(offset)
-        limit = self.high_watermark if committed_only else None
+        limit = (self.last_stable_offset if stable_only else self.high_watermark) if committed_only else None
         return self.log.read(offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch)
+
+    def aborted_txns(self, offset: int) -> list[Any]:
+        """The aborted transactions (storage's AbortedTxn) overlapping [offset, LSO): what a
+        read_committed consumer that read from `offset` skips."""
+        return list(getattr(self.log, "aborted_txns", _no_aborted)(offset, self.last_stable_offset))
 
     def check_fetch_offset(self, offset: int) -> None:
         """Raise OFFSET_OUT_OF_RANGE unless log start <= `offset` <= log end (what a read checks first)."""

@@ -529,6 +529,7 @@ WRAPPERS: Mapping[int, Callable[[Handler], Handler]] = {
     21: _wrap_delete_records,
     22: _wrap_init_producer_id,
     23: _wrap_leader_epoch,
+    27: _wrap_cluster(Operation.CLUSTER_ACTION),  # WriteTxnMarkers (a coordinator broker)
     32: _wrap_configs(Operation.DESCRIBE_CONFIGS, "results"),
     33: _wrap_configs(Operation.ALTER_CONFIGS, "responses"),
     37: _wrap_create_partitions,

@@ -14,6 +14,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.storage import log_txn
 from kafkad.storage.crc import crc32c
 from kafkad.storage.log_types import AppendOrigin, AppendResult
 from kafkad.storage.records import patch_offset_and_epoch, set_log_append_time, validate_client_batches
@@ -91,9 +92,8 @@ def append_replicated(log: PartitionLog, records: memoryview, now_ms: int) -> Ap
     for epoch, base in new_epochs:
         epochs.assign(epoch, base)
     if producers:
-        state = log.producer_state
         for h, base in producers:
-            state.update(h, base, h.max_timestamp)
+            log_txn.record_producer_batch(log, records, h, base, h.max_timestamp)
     log.log_end_offset = prev_last + 1
     return AppendResult(first, prev_last, -1, log.log_start_offset)
 
@@ -169,7 +169,7 @@ def append_batches(
         if epoch > epochs.latest_epoch:
             epochs.assign(epoch, first)
         if has_producer:
-            producer_state.update(h, first, h.max_timestamp)
+            log_txn.record_producer_batch(log, records, h, first, h.max_timestamp)
         log.log_end_offset = last_offset + 1
         return AppendResult(first, last_offset, -1, log.log_start_offset)
     # Stamp offsets (and LogAppendTime) in place; compute the append's max timestamp.
@@ -194,6 +194,6 @@ def append_batches(
         if epoch > epochs.latest_epoch:
             epochs.assign(epoch, base)
         if h.producer_id >= 0:
-            producer_state.update(h, base, now_ms if log_append else h.max_timestamp)
+            log_txn.record_producer_batch(log, records, h, base, now_ms if log_append else h.max_timestamp)
     log.log_end_offset = last_offset + 1
     return AppendResult(first, last_offset, now_ms if log_append else -1, log.log_start_offset)

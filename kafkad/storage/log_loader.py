@@ -34,6 +34,7 @@ from kafkad.storage.cleaner_swap import recover_swaps
 from kafkad.storage.records import BatchHeader
 from kafkad.storage.segment import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 from kafkad.storage.segment_tail import verify_tail
+from kafkad.storage.txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def load_segments(
     bases = sorted(b for n in names if n.endswith(LOG_SUFFIX) and (b := _base_of(n)) is not None)
     known = set(bases)
     for n in names:
-        if n.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+        if n.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)):
             b = _base_of(n)
             if b is not None and b not in known:
                 remove_quietly(directory / n)
@@ -195,6 +196,6 @@ def _open_all(
         if truncated:
             for later in bases[i + 1 :]:
                 log.warning("%s: deleting segment %d after a corrupt batch", directory, later)
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                     remove_quietly(directory / f"{later:020d}{suffix}")
             break

@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafkad.protocol.errors import KafkaError
+from kafkad.storage import log_txn
 from kafkad.storage.leader_epoch import CHECKPOINT_FILE as EPOCH_CHECKPOINT
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_loader import LoadedSegments
@@ -81,15 +82,17 @@ def load_producer_state(
 ) -> None:
     """Newest snapshot, then replay batch headers up to the log end (`known`: headers from
     `known_from` to the end, already read by recovery, spare a second pass over the files)."""
-    replay_from = plog.producer_state.load(plog.log_start_offset, plog.log_end_offset)
+    # After a recovery the newest snapshot at or below the recovered part: the replay derives the
+    # recovered segments' aborted transactions (their .txnindex was reset) as it goes.
+    replay_from = plog.producer_state.load(plog.log_start_offset, plog.log_end_offset, known_from)
     if known is not None and known_from is not None and known_from <= replay_from:
         headers = [h for h in known if h.base_offset + h.last_offset_delta >= replay_from]
     else:
         headers = headers_from(plog, replay_from)
-    update = plog.producer_state.update
+    replay = log_txn.replay_batch
     for header in headers:
-        if header.producer_id >= 0:  # update() ignores the others
-            update(header, header.base_offset, header.max_timestamp)
+        if header.producer_id >= 0:  # the producer state ignores the others
+            replay(plog, header)
     plog.stats.replayed_batches += len(headers)
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from kafkad.clock import Clock
 from kafkad.protocol.errors import ErrorCode, KafkaError
-from kafkad.storage import cleaner_segments, log_append, log_restore, log_retention
+from kafkad.storage import cleaner_segments, log_append, log_restore, log_retention, log_txn
 from kafkad.storage.crc import crc32c
 from kafkad.storage.disk_budget import UNLIMITED_GATE
 from kafkad.storage.leader_epoch import LeaderEpochCache
@@ -70,6 +70,7 @@ from kafkad.storage.records.batch import (
 )
 from kafkad.storage.segment import INT32_MAX, LogSegment
 from kafkad.storage.segment_list import SegmentList, SegmentView
+from kafkad.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +266,9 @@ class PartitionLog:
         ):
             return self._append_batches(records, leader_epoch, now_ms, origin)
         if producer_id >= 0 and origin is _CLIENT:  # idempotent producer: sequence checks
-            duplicate = self.producer_state.check_batch(producer_id, producer_epoch, base_seq, last_delta)
+            duplicate = self.producer_state.check_batch(
+                producer_id, producer_epoch, base_seq, last_delta, attributes
+            )
             if duplicate is not None:
                 return _new_tuple(
                     AppendResult,
@@ -301,6 +304,36 @@ class PartitionLog:
             )
         self.log_end_offset = last + 1
         return _new_tuple(AppendResult, (first, last, -1, self.log_start_offset, False))
+
+    def append_txn_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        coordinator_epoch: int,
+        *,
+        leader_epoch: int,
+        now_ms: int,
+    ) -> int:
+        """Append a COMMIT/ABORT marker for the transaction coordinator; its offset (log_txn)."""
+        return log_txn.append_marker(
+            self,
+            producer_id,
+            producer_epoch,
+            committed,
+            coordinator_epoch,
+            leader_epoch=leader_epoch,
+            now_ms=now_ms,
+        )
+
+    @property
+    def last_stable_offset(self) -> int:
+        """What read_committed consumers may read up to: min(first unstable offset, HW)."""
+        return log_txn.last_stable_offset(self)
+
+    def aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound) (a read_committed fetch)."""
+        return log_txn.aborted_txns(self, fetch_offset, upper_bound)
 
     def _set_limits(self) -> _Limits:
         """Cache what the inline append path needs from the config (re-done when `config` is replaced)."""

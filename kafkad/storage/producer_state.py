@@ -19,8 +19,17 @@ offset loads without reading the log::
     count x (producerId i64, epoch i16, lastSequence i32, lastOffset i64, offsetDelta i32,
              timestamp i64, coordinatorEpoch i32, currentTxnFirstOffset i64)
 
-Only the newest batch of each producer is in a snapshot (as in Kafka). After loading the newest snapshot
-at or below the log end, the log replays batch headers (never records) from there.
+Only the newest batch of each producer is in a snapshot (as in Kafka); a producer without batches (only
+a marker since its epoch bump) is written with lastSequence/lastOffset -1, as Kafka does. After loading
+the newest snapshot at or below the log end, the log replays batch headers (never records; a control
+batch's marker record) from there.
+
+Transactions (Kafka's ongoingTxns / unreplicatedTxns): a transactional batch of a producer with no
+ongoing transaction opens one at its offset (`ongoing`, by first offset); a COMMIT/ABORT marker
+(`record_marker`) completes it, which moves it to `unreplicated` until the high watermark passes the
+marker. The first unstable offset is the lowest first offset of both; the last stable offset (LSO) is
+min(it, HW). Snapshots carry an ongoing transaction as the producer's currentTxnFirstOffset, so a
+reload knows it without reading back to its start.
 Runs on the event loop; snapshot writes are small (one entry per producer) and not fsynced there.
 """
 
@@ -73,6 +82,13 @@ def _epoch_error(pid: int, epoch: int, known: int) -> NoReturn:
     raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH, f"producer {pid}: epoch {epoch} is older than {known}")
 
 
+def _not_transactional(pid: int) -> NoReturn:
+    raise KafkaError(
+        ErrorCode.INVALID_TXN_STATE,
+        f"producer {pid}: expected a transactional write, its transaction here is ongoing",
+    )
+
+
 def _decrement_sequence(sequence: int, decrement: int) -> int:
     if sequence < decrement:
         return _INT32_MAX - (decrement - sequence) + 1
@@ -97,6 +113,7 @@ class ProducerEntry:
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     coordinator_epoch: int = -1
     current_txn_first_offset: int = -1
+    last_timestamp: int = -1  # of its last marker (batches carry their own)
 
     @property
     def last_seq(self) -> int:
@@ -105,6 +122,11 @@ class ProducerEntry:
     @property
     def last_offset(self) -> int:
         return self.batches[-1].last_offset if self.batches else -1
+
+    @property
+    def timestamp(self) -> int:
+        """When it last wrote (a batch or a marker), for expiration and DescribeProducers."""
+        return max(self.batches[-1].timestamp if self.batches else -1, self.last_timestamp)
 
     def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
         if header.producer_epoch != self.epoch:
@@ -139,16 +161,21 @@ def encode_snapshot(entries: Iterable[ProducerEntry]) -> bytes:
     body = bytearray()
     count = 0
     for entry in entries:
-        if not entry.batches:
+        if entry.batches:
+            last = entry.batches[-1]
+            seq, offset, delta = last.last_seq, last.last_offset, last.last_offset - last.first_offset
+            ts = max(last.timestamp, entry.last_timestamp)
+        elif entry.epoch != NO_PRODUCER_EPOCH:  # only markers since its epoch began
+            seq, offset, delta, ts = NO_SEQUENCE, -1, 0, entry.last_timestamp
+        else:
             continue
-        last = entry.batches[-1]
         body += _ENTRY.pack(
             entry.producer_id,
             entry.epoch,
-            last.last_seq,
-            last.last_offset,
-            last.last_offset - last.first_offset,
-            last.timestamp,
+            seq,
+            offset,
+            delta,
+            ts,
             entry.coordinator_epoch,
             entry.current_txn_first_offset,
         )
@@ -171,6 +198,10 @@ def decode_snapshot(data: bytes) -> dict[int, ProducerEntry]:
     out: dict[int, ProducerEntry] = {}
     for pid, epoch, last_seq, last_offset, delta, ts, coord, txn in _ENTRY.iter_unpack(data[_HEAD.size :]):
         entry = ProducerEntry(pid, epoch, coordinator_epoch=coord, current_txn_first_offset=txn)
+        if last_offset < 0 or last_seq < 0:  # Kafka's: no batch metadata, only the epoch and markers
+            entry.last_timestamp = ts
+            out[pid] = entry
+            continue
         entry.batches.append(
             BatchMetadata(
                 _decrement_sequence(last_seq, delta), last_seq, last_offset - delta, last_offset, ts
@@ -180,10 +211,23 @@ def decode_snapshot(data: bytes) -> dict[int, ProducerEntry]:
     return out
 
 
+class CompletedTxn(NamedTuple):
+    """A transaction a marker ended: its first data offset, the marker's offset, and how it ended."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+
+
 class ProducerStateManager:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
+        # producer id -> first offset of its ongoing transaction, in first-offset order
+        self.ongoing: dict[int, int] = {}
+        # completed transactions whose marker the HW has not passed yet (they still hold the LSO)
+        self.unreplicated: list[CompletedTxn] = []
 
     # ---- append path ---------------------------------------------------------------------------
 
@@ -203,6 +247,13 @@ class ProducerStateManager:
                 if duplicate is not None:
                     return duplicate
             known_epoch = entry.epoch if entry is not None else NO_PRODUCER_EPOCH
+            if (
+                entry is not None
+                and entry.current_txn_first_offset >= 0
+                and not h.attributes & TRANSACTIONAL_FLAG
+                and h.producer_epoch >= known_epoch
+            ):
+                _not_transactional(pid)
             epoch, last_seq = pending.get(pid, (known_epoch, entry.last_seq if entry else NO_SEQUENCE))
             if h.producer_epoch < epoch:
                 _epoch_error(pid, h.producer_epoch, epoch)
@@ -220,7 +271,9 @@ class ProducerStateManager:
             pending[pid] = (h.producer_epoch, h.last_sequence)
         return None
 
-    def check_batch(self, pid: int, epoch: int, base_seq: int, last_delta: int) -> BatchMetadata | None:
+    def check_batch(
+        self, pid: int, epoch: int, base_seq: int, last_delta: int, attributes: int = 0
+    ) -> BatchMetadata | None:
         """`validate` of a single batch from its header fields (PartitionLog's inline append path).
 
         Same rules and errors as `validate([header])`, without building a BatchHeader.
@@ -239,6 +292,8 @@ class ProducerStateManager:
                     return meta
         if epoch < known:
             _epoch_error(pid, epoch, known)
+        if entry.current_txn_first_offset >= 0 and not attributes & TRANSACTIONAL_FLAG:
+            _not_transactional(pid)
         if epoch != known:
             if base_seq != 0 and known != NO_PRODUCER_EPOCH:
                 raise KafkaError(
@@ -284,11 +339,13 @@ class ProducerStateManager:
         elif epoch != entry.epoch:
             entry.epoch = epoch
             entry.batches.clear()
-        if attributes & CONTROL_FLAG:
+        if attributes & CONTROL_FLAG:  # callers give markers to record_marker; this one is unreadable
             entry.current_txn_first_offset = -1
+            self.ongoing.pop(pid, None)
             return
         if attributes & TRANSACTIONAL_FLAG and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = base_offset
+            self.ongoing[pid] = base_offset
         entry.batches.append(
             _new_tuple(
                 BatchMetadata,
@@ -302,6 +359,65 @@ class ProducerStateManager:
             )
         )
 
+    # ---- transactions --------------------------------------------------------------------------
+
+    def check_marker(self, pid: int, epoch: int, coordinator_epoch: int) -> None:
+        """Kafka's appendEndTxnMarker checks for a marker the coordinator writes: INVALID_PRODUCER_EPOCH
+        for an older producer epoch, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch."""
+        entry = self.producers.get(pid)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            _epoch_error(pid, epoch, entry.epoch)
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise KafkaError(
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                f"producer {pid}: coordinator epoch {coordinator_epoch} is older than {entry.coordinator_epoch}",
+            )
+
+    def record_marker(
+        self, pid: int, epoch: int, coordinator_epoch: int, offset: int, aborted: bool, timestamp: int
+    ) -> tuple[CompletedTxn | None, int]:
+        """A marker of producer `pid` was appended at `offset`: the transaction it completed (None if
+        the producer had no data here since its last marker) and the LSO right after it (the first
+        offset of another ongoing transaction, else `offset` + 1: the AbortedTxn's lastStableOffset)."""
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = self.producers[pid] = ProducerEntry(pid, epoch)
+        elif epoch != entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
+        entry.last_timestamp = timestamp
+        completed = None
+        if entry.current_txn_first_offset >= 0:
+            completed = CompletedTxn(pid, entry.current_txn_first_offset, offset, aborted)
+            self.unreplicated.append(completed)
+        entry.current_txn_first_offset = -1
+        self.ongoing.pop(pid, None)
+        lso = next(iter(self.ongoing.values()), offset + 1)
+        return completed, lso
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest transaction not yet completed and replicated, None if none."""
+        unreplicated = self.unreplicated
+        if unreplicated:
+            unreplicated[:] = [t for t in unreplicated if t.last_offset >= high_watermark]
+        first = next(iter(self.ongoing.values()), None)
+        for t in unreplicated:
+            if first is None or t.first_offset < first:
+                first = t.first_offset
+        return first
+
+    def _rebuild_ongoing(self) -> None:
+        txns = sorted(
+            (e.current_txn_first_offset, pid)
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset >= 0
+        )
+        self.ongoing = {pid: first for first, pid in txns}
+        self.unreplicated = []
+
     # ---- log changes ---------------------------------------------------------------------------
 
     def truncate_head(self, log_start_offset: int) -> None:
@@ -309,6 +425,8 @@ class ProducerStateManager:
         gone = [pid for pid, e in self.producers.items() if 0 <= e.last_offset < log_start_offset]
         for pid in gone:
             del self.producers[pid]
+            self.ongoing.pop(pid, None)
+        self.unreplicated = [t for t in self.unreplicated if t.last_offset >= log_start_offset]
         self.delete_snapshots(lambda offset: offset < log_start_offset)
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
@@ -317,8 +435,8 @@ class ProducerStateManager:
             pid
             for pid, e in self.producers.items()
             if e.current_txn_first_offset < 0
-            and e.batches
-            and now_ms - e.batches[-1].timestamp >= expiration_ms
+            and (e.batches or e.last_timestamp >= 0)
+            and now_ms - e.timestamp >= expiration_ms
         ]
         for pid in expired:
             del self.producers[pid]
@@ -335,15 +453,19 @@ class ProducerStateManager:
         write_atomic(path, encode_snapshot(self.producers.values()), fsync=fsync)
         return path
 
-    def load(self, log_start_offset: int, log_end_offset: int) -> int:
-        """Load the newest valid snapshot in [log start, log end]; returns the offset to replay from.
+    def load(self, log_start_offset: int, log_end_offset: int, at_most: int | None = None) -> int:
+        """Load the newest valid snapshot in [log start, log end] (and <= `at_most` if given); returns
+        the offset to replay from.
 
         Snapshots above the log end (truncated away) and unreadable ones are deleted.
         """
         self.producers = {}
+        self._rebuild_ongoing()
         for offset, path in reversed(list_snapshots(self.directory)):
             if offset > log_end_offset:
                 remove_quietly(path)
+                continue
+            if at_most is not None and offset > at_most:
                 continue
             if offset < log_start_offset:
                 break
@@ -353,6 +475,7 @@ class ProducerStateManager:
                 log.warning("%s: dropping unreadable producer snapshot (%s)", path, exc)
                 remove_quietly(path)
                 continue
+            self._rebuild_ongoing()
             return offset
         return log_start_offset
 

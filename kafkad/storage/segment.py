@@ -43,6 +43,7 @@ from kafkad.storage.offset_index import OffsetIndex
 from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, decode_batch, header_from, scan_valid_prefix
 from kafkad.storage.records.batch import HEADER_STRUCT, LOG_OVERHEAD, MAGIC, read_header_at
 from kafkad.storage.time_index import TimeIndex
+from kafkad.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,8 @@ class LogSegment:
         self.size = os.fstat(self._fd).st_size
         self.offset_index = OffsetIndex(directory / (stem + INDEX_SUFFIX), base_offset, index_bytes)
         self.time_index = TimeIndex(directory / (stem + TIME_INDEX_SUFFIX), base_offset, index_bytes)
+        # Aborted transactions whose marker is here (opened at first use: most segments have none).
+        self.txn_index = TransactionIndex(directory / (stem + TXN_INDEX_SUFFIX))
         self.created_ms = now_ms
         self.bytes_since_last_index_entry = 0
         self.max_timestamp = -1
@@ -312,6 +315,7 @@ class LogSegment:
         position = found[0]
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self.size - position
         os.ftruncate(self._fd, position)
         self.size = position
@@ -337,6 +341,7 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()  # derived again by the producer-state replay (log_restore)
         # Room for the rebuild: a cleanly closed index was trimmed to its entries, and the rebuild over
         # every batch can index more densely than the live appends did (found by tests/chaos).
         lengths = self.offset_index.file_length, self.time_index.file_length
@@ -470,6 +475,7 @@ class LogSegment:
             os.fdatasync(self._fd)  # data and the file size; the mtime is not worth a journal write
             self.offset_index.fsync()
             self.time_index.fsync()
+            self.txn_index.fsync()
         except OSError as exc:
             if not self.deleted:  # the page cache may have dropped what failed: never transient
                 raise LogIOError(self.log_path, exc, transient=False) from exc
@@ -490,13 +496,14 @@ class LogSegment:
         self.deleted = True
         for index in (self.offset_index, self.time_index):
             index.rename(index.path.with_name(index.path.name + DELETED_SUFFIX))
+        self.txn_index.rename(self.txn_index.path.with_name(self.txn_index.path.name + DELETED_SUFFIX))
         new_log = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
         os.rename(self.log_path, new_log)
         self.log_path = new_log
 
     def destroy(self) -> None:
         """Blocking: close the fds and unlink the files."""
-        paths = [self.log_path, self.offset_index.path, self.time_index.path]
+        paths = [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
         self.close()
         for path in paths:
             remove_quietly(path)

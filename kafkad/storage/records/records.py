@@ -210,3 +210,28 @@ def _decode_headers(data: bytes, pos: int, count: int, end: int) -> tuple[tuple[
             pos += value_len
         headers.append((key, value))
     return tuple(headers), pos
+
+
+def read_marker(buf: Buffer, pos: int) -> tuple[bool, int]:
+    """(aborted, coordinator epoch) of the control batch at `pos` of `buf`, from its one record's key
+    and value without decoding the batch (control batches are never compressed). KafkaError
+    (INVALID_RECORD) if it is not a transaction marker."""
+    buf = bytes(buf[pos : pos + BATCH_OVERHEAD + 64])  # the header and the one small record
+    try:
+        p = BATCH_OVERHEAD
+        _, p = read_varint(buf, p)  # record length
+        p += 1  # attributes
+        _, p = read_varint(buf, p)  # timestamp delta
+        _, p = read_varint(buf, p)  # offset delta
+        key_len, p = read_varint(buf, p)
+        if key_len < _CONTROL_KEY.size:
+            raise ValueError("control record key too short")
+        _, type_id = _CONTROL_KEY.unpack_from(buf, p)
+        p += key_len
+        value_len, p = read_varint(buf, p)
+        epoch = _TXN_MARKER_VALUE.unpack_from(buf, p)[1] if value_len >= _TXN_MARKER_VALUE.size else -1
+    except (ValueError, IndexError, struct.error) as exc:
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"unreadable control record: {exc}") from None
+    if type_id not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"unknown control record type {type_id}")
+    return type_id == ControlRecordType.ABORT, epoch

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafkad.daemon.handlers import RequestContext, handler
+from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, Request
 from kafkad.replication.txn_markers import TxnMarker, write_markers
 

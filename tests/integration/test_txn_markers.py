@@ -132,7 +132,7 @@ def _committed_values(bootstrap: str, expected: int) -> list[bytes]:
             msg = consumer.poll(0.5)
             if msg is not None:
                 assert msg.error() is None, msg.error()
-                values.append(msg.value())
+                values.append(msg.value() or b"")
             if len(values) >= expected:
                 # one more poll: nothing aborted may follow
                 extra = consumer.poll(1.0)

@@ -21,6 +21,11 @@ pytestmark = pytest.mark.integration
 
 TOPIC = "txn-markers"
 POLL_BOUND_S = 60.0
+_RETRIABLE = (
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.NOT_COORDINATOR,
+)
 
 
 def _produce(c: KafkaClient, records: bytes, txn_id: str | None) -> dict[str, Any]:
@@ -42,11 +47,47 @@ def _batch(pid: int, seq: int, values: list[bytes], *, transactional: bool) -> b
     )
 
 
-def _pid(c: KafkaClient) -> int:
-    init = c.send(ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60_000})
-    assert init["error_code"] == 0
+def _pid(c: KafkaClient, txn_id: str) -> int:
+    """A producer for `txn_id`'s transactions on TOPIC-0. With a transaction coordinator in the broker
+    (it serves AddPartitionsToTxn), the partition is added to the transaction as a client does, or
+    KIP-890's verification refuses the Produce; the markers below still come raw, not from EndTxn.
+    Without one, an idempotent producer id (the Produce accepts a transactional batch unverified)."""
+    coordinated = c.supports(ApiKey.ADD_PARTITIONS_TO_TXN)
+    body = {"transactional_id": txn_id if coordinated else None, "transaction_timeout_ms": 600_000}
+    deadline = time.monotonic() + POLL_BOUND_S
+    while coordinated:  # as a client: find the coordinator (it creates __transaction_state) until it is up
+        found = c.conn.send(ApiKey.FIND_COORDINATOR, {"key": txn_id, "key_type": 1}, version=3)
+        if found["error_code"] not in _RETRIABLE or time.monotonic() > deadline:
+            assert found["error_code"] == 0, found
+            break
+        time.sleep(0.1)
+    init = c.send(ApiKey.INIT_PRODUCER_ID, body)
+    while init["error_code"] in _RETRIABLE and time.monotonic() < deadline:  # __transaction_state loading
+        time.sleep(0.1)
+        init = c.send(ApiKey.INIT_PRODUCER_ID, body)
+    assert init["error_code"] == 0 and init["producer_epoch"] == 0, init
     pid: int = init["producer_id"]
+    if coordinated:
+        _add_partition(c, txn_id, pid)
     return pid
+
+
+def _add_partition(c: KafkaClient, txn_id: str, pid: int) -> None:
+    if not c.supports(ApiKey.ADD_PARTITIONS_TO_TXN):
+        return
+    body = {
+        "v3_and_below_transactional_id": txn_id,
+        "v3_and_below_producer_id": pid,
+        "v3_and_below_producer_epoch": 0,
+        "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}],
+    }
+    out = c.conn.send(ApiKey.ADD_PARTITIONS_TO_TXN, body, version=3)
+    codes = [
+        p["partition_error_code"]
+        for t in out["results_by_topic_v3_and_below"]
+        for p in t["results_by_partition"]
+    ]
+    assert codes == [0], out
 
 
 def _markers(c: KafkaClient, *markers: tuple[int, int, bool, list[int]]) -> list[tuple[int, int, int]]:
@@ -152,7 +193,7 @@ def test_markers_end_transactions_and_read_committed_sees_only_commits(fresh_bro
             version=4,
         )
         assert created["topics"][0]["error_code"] == 0
-        aborter, committer = _pid(c), _pid(c)
+        aborter, committer = _pid(c, "t-a"), _pid(c, "t-b")
         assert (
             _produce(c, _batch(aborter, 0, [b"a0", b"a1", b"a2"], transactional=True), "t-a")["error_code"]
             == 0
@@ -186,6 +227,7 @@ def test_markers_end_transactions_and_read_committed_sees_only_commits(fresh_bro
         assert _producers(c) == {aborter: -1, committer: -1}
 
         # A transaction left open across a crash still holds the LSO after the restart.
+        _add_partition(c, "t-b", committer)
         assert _produce(c, _batch(committer, 2, [b"b2"], transactional=True), "t-b")["base_offset"] == 8
     assert _committed_values(b.bootstrap, 3) == [b"b0", b"b1", b"p0"]
 

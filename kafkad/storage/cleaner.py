@@ -39,6 +39,7 @@ from kafkad.storage.cleaner_rewrite import (
     group_pieces,
     write_cleaned_group,
 )
+from kafkad.storage.cleaner_txn import CleanedTxnState
 from kafkad.storage.partition_log import PartitionLog
 from kafkad.storage.segment import LogSegment
 
@@ -176,7 +177,9 @@ class LogCleaner:
         if not plog.log_start_offset <= first_dirty <= plog.log_end_offset:
             first_dirty = plog.log_start_offset  # truncated or deleted below: start over
         closed = plog.cleanable_segments()
-        uncleanable = min(plog.active_segment.base_offset, plog.high_watermark)
+        # Never past the last stable offset (Kafka's firstUncleanableDirtyOffset): an open transaction's
+        # data must not be compacted before its marker says whether it counts.
+        uncleanable = min(plog.active_segment.base_offset, plog.last_stable_offset)
         pieces: list[Piece] = []
         need_now = False
         for seg, next_offset in closed:
@@ -224,8 +227,14 @@ class LogCleaner:
         started = time.monotonic()
         plog = task.log
         cfg = plog.config
+        # The aborted transactions of the range (cleaner_txn): their data neither maps nor survives.
+        first = task.pieces[0].base_offset if task.pieces else task.first_dirty
+        last = task.pieces[-1].next_offset if task.pieces else task.first_dirty
+        aborted = plog.aborted_txns(first, last) if task.pieces else []
         if task.dirty:
-            mapped = build_offset_map(task.dirty, self.config.max_map_entries)
+            dirty_start = task.dirty[0].base_offset  # the map walks the dirty part only
+            in_dirty = [t for t in aborted if t.last_offset >= dirty_start]
+            mapped = build_offset_map(task.dirty, self.config.max_map_entries, in_dirty)
             offsets, end = mapped.offsets, mapped.end_offset
         else:
             offsets, end = {}, task.first_dirty
@@ -241,10 +250,11 @@ class LogCleaner:
         read = written = records_read = records_kept = swapped = 0
         horizon: int | None = None
         completed = True
+        txn = CleanedTxnState(aborted)  # across the groups: a transaction may span segments
         for group in groups:
             cleaned: CleanedGroup | None = None
             try:
-                cleaned = write_cleaned_group(plog.directory, group, offsets, rules, sources)
+                cleaned = write_cleaned_group(plog.directory, group, offsets, rules, sources, txn)
                 ok = swap(plog, cleaned)
             except Exception:
                 discard_cleaned(plog.directory, group[0].base_offset)

@@ -13,7 +13,8 @@ Otherwise it is rebuilt with the same base offset, offset deltas (gaps stay), pr
 sequence, leader epoch, attributes and codec; a batch that still holds tombstones gets Kafka's delete
 horizon (attributes bit 6, baseTimestamp = now + delete.retention.ms, KIP-534) the first time it is
 cleaned, and its tombstones are dropped by the first cleaning after that horizon. Control batches
-(transaction markers) are kept as they are.
+(transaction markers) follow cleaner_txn: data of aborted transactions goes, markers go after their
+delete horizon once their transaction's data is gone.
 
 Output of a group: `<base>.log.cleaned`, `<base>.index.cleaned`, `<base>.timeindex.cleaned` (indexes
 built with the segment index rule, trimmed) and `<base>.range.cleaned` (the group's end offset, which
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkad.protocol.errors import KafkaError
+from kafkad.storage.cleaner_txn import CleanedTxnState
 from kafkad.storage.crc import crc32c
 from kafkad.storage.offset_index import OffsetIndex
 from kafkad.storage.records import BATCH_OVERHEAD, BatchHeader, Record, decode_batch, read_header
@@ -51,9 +53,11 @@ from kafkad.storage.records.batch import (
 )
 from kafkad.storage.records.builder import encode_record
 from kafkad.storage.records.codecs import compress, decompress
+from kafkad.storage.records.records import read_marker
 from kafkad.storage.records.varint import read_varint
 from kafkad.storage.segment import INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, TIME_INDEX_SUFFIX, file_stem
 from kafkad.storage.time_index import TimeIndex
+from kafkad.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 CLEANED_SUFFIX = ".cleaned"
 RANGE_SUFFIX = ".range"
@@ -182,8 +186,12 @@ def _scan_records(header: BatchHeader, batch: memoryview) -> list[tuple[bytes | 
     return out
 
 
-def build_offset_map(pieces: Sequence[Piece], max_entries: int) -> OffsetMapResult:
-    """Key -> last offset over whole `pieces` (the dirty section), stopping before overflowing."""
+def build_offset_map(
+    pieces: Sequence[Piece], max_entries: int, aborted: Sequence[AbortedTxn] = ()
+) -> OffsetMapResult:
+    """Key -> last offset over whole `pieces` (the dirty section), stopping before overflowing; batches
+    of the `aborted` transactions are left out (cleaner_txn)."""
+    txn = CleanedTxnState(aborted)
     offsets: dict[bytes, int] = {}
     end = pieces[0].base_offset if pieces else 0
     mapped_bytes = mapped_records = 0
@@ -194,6 +202,9 @@ def build_offset_map(pieces: Sequence[Piece], max_entries: int) -> OffsetMapResu
         n = 0
         for header, batch in iter_segment_batches(piece.fd, piece.size):
             if header.is_control:
+                _marker(txn, header, batch)
+                continue
+            if txn.on_data_batch(header):
                 continue
             for key, offset, _ in _scan_or_none(header, batch) or ():
                 n += 1
@@ -236,6 +247,11 @@ def cleaned_paths(directory: Path, base_offset: int) -> tuple[Path, Path, Path, 
     )
 
 
+def txn_index_cleaned_path(directory: Path, base_offset: int) -> Path:
+    """The `.txnindex` of a group's cleaned output (written only when it has entries)."""
+    return directory / (file_stem(base_offset) + TXN_INDEX_SUFFIX + CLEANED_SUFFIX)
+
+
 def _rebuild(header: BatchHeader, records: list[Record], horizon: int | None) -> bytes:
     """A batch with `records` (a subset of the original's), same base offset, codec and producer."""
     base_ts = horizon if horizon is not None else records[0].timestamp
@@ -269,12 +285,43 @@ def _rebuild(header: BatchHeader, records: list[Record], horizon: int | None) ->
     return bytes(out)
 
 
-def filter_batch(
-    header: BatchHeader, batch: memoryview, offsets: dict[bytes, int], rules: RewriteRules
+def _marker(txn: CleanedTxnState, header: BatchHeader, batch: memoryview) -> bool:
+    """`txn.on_marker` for a control batch; False (keep it) for one that is not a readable marker."""
+    try:
+        aborted, _ = read_marker(batch, 0)
+    except KafkaError:
+        return False
+    return txn.on_marker(header, aborted)
+
+
+def _filter_marker(
+    header: BatchHeader, batch: memoryview, rules: RewriteRules, txn: CleanedTxnState | None
 ) -> tuple[bytes | memoryview | None, int, int | None]:
-    """(the batch to write or None, records kept, its delete horizon if it still holds tombstones)."""
-    if header.is_control:
+    """A control batch: kept while its transaction's data is (cleaner_txn); then it gets a delete
+    horizon, and is dropped by the first cleaning after it."""
+    if txn is None or not _marker(txn, header, batch):
         return batch, header.records_count, None
+    if header.has_delete_horizon:
+        if rules.now_ms >= header.base_timestamp:
+            return None, 0, None
+        return batch, header.records_count, header.base_timestamp
+    horizon = rules.now_ms + rules.delete_retention_ms
+    return _rebuild(header, decode_batch(batch).records, horizon), header.records_count, horizon
+
+
+def filter_batch(
+    header: BatchHeader,
+    batch: memoryview,
+    offsets: dict[bytes, int],
+    rules: RewriteRules,
+    txn: CleanedTxnState | None = None,
+) -> tuple[bytes | memoryview | None, int, int | None]:
+    """(the batch to write or None, records kept, its delete horizon if it still holds tombstones or is
+    a marker due for removal)."""
+    if header.is_control:
+        return _filter_marker(header, batch, rules, txn)
+    if txn is not None and txn.on_data_batch(header):
+        return None, 0, None  # an aborted transaction's
     old_horizon = header.base_timestamp if header.has_delete_horizon else None
     drop_tombstones = old_horizon is not None and rules.now_ms >= old_horizon
     scanned = _scan_or_none(header, batch)
@@ -308,8 +355,13 @@ def write_cleaned_group(
     offsets: dict[bytes, int],
     rules: RewriteRules,
     mapped: Sequence[Piece] = (),
+    txn: CleanedTxnState | None = None,
 ) -> CleanedGroup:
-    """Blocking: rewrite `group` into its `.cleaned` files (fsynced) and describe the result."""
+    """Blocking: rewrite `group` into its `.cleaned` files (fsynced) and describe the result. `txn`:
+    the cleaning's transaction state (kept across its groups); the aborted transactions whose markers
+    this group keeps go to its cleaned `.txnindex`."""
+    if txn is not None:
+        txn.cleaned_index = []
     base = group[0].base_offset
     log_path, index_path, time_path, range_path = cleaned_paths(directory, base)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -325,7 +377,7 @@ def write_cleaned_group(
         for piece in group:
             for header, batch in iter_segment_batches(piece.fd, piece.size):
                 read += header.records_count
-                new, n, horizon = filter_batch(header, batch, offsets, rules)
+                new, n, horizon = filter_batch(header, batch, offsets, rules, txn)
                 if new is None:
                     continue
                 kept += n
@@ -358,6 +410,8 @@ def write_cleaned_group(
         os.close(fd)
         offset_index.close()
         time_index.close()
+    if txn is not None and txn.cleaned_index:
+        _write_small(txn_index_cleaned_path(directory, base), b"".join(t.encode() for t in txn.cleaned_index))
     end = group[-1].next_offset
     _write_small(range_path, f"{end}\n".encode())
     return CleanedGroup(directory, base, end, tuple(group), position, read, kept, min_horizon, tuple(mapped))
@@ -384,7 +438,7 @@ def discard_cleaned(directory: Path, base_offset: int) -> None:
 
     The range file stays if the swap was committed (`.log.swap` exists): recovery needs it.
     """
-    paths = list(cleaned_paths(directory, base_offset))
+    paths = [txn_index_cleaned_path(directory, base_offset), *cleaned_paths(directory, base_offset)]
     if (directory / (file_stem(base_offset) + LOG_SUFFIX + ".swap")).exists():
         paths.pop()
     for path in paths:

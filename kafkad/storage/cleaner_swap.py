@@ -1,8 +1,9 @@
 """Swapping cleaned segments into a log, crash-safely (Kafka `LocalLog.replaceSegments`, LogLoader).
 
 A group of old segments o_1..o_k (base b = o_1's base) is replaced by its cleaned output in steps:
- 1. (cleaner thread) `<b>.log.cleaned`, `<b>.index.cleaned`, `<b>.timeindex.cleaned` and
-    `<b>.range.cleaned` (the group's end offset) are written and fsynced.
+ 1. (cleaner thread) `<b>.log.cleaned`, `<b>.index.cleaned`, `<b>.timeindex.cleaned`, (if it has
+    entries) `<b>.txnindex.cleaned` and `<b>.range.cleaned` (the group's end offset) are written and
+    fsynced.
  2. `commit_swap`: both indexes `.cleaned` -> `.swap`, then `<b>.log.cleaned` -> `<b>.log.swap`:
     THE commit point.
  3. the old segments are renamed `*.deleted` (PartitionLog's delayed deletion: fds stay open).
@@ -27,14 +28,15 @@ import os
 from pathlib import Path
 
 from kafkad.storage.checkpoints import fsync_dir, remove_quietly
-from kafkad.storage.cleaner_rewrite import CLEANED_SUFFIX, RANGE_SUFFIX, cleaned_paths
+from kafkad.storage.cleaner_rewrite import CLEANED_SUFFIX, RANGE_SUFFIX, cleaned_paths, txn_index_cleaned_path
 from kafkad.storage.records import iter_headers
 from kafkad.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, file_stem
+from kafkad.storage.txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
 SWAP_SUFFIX = ".swap"
-_SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+_SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
 def swap_path(directory: Path, base_offset: int, suffix: str) -> Path:
@@ -44,6 +46,9 @@ def swap_path(directory: Path, base_offset: int, suffix: str) -> Path:
 def commit_swap(directory: Path, base_offset: int) -> None:
     """Steps 2: indexes first, the log last (its rename is the commit point)."""
     log_c, index_c, time_c, _ = cleaned_paths(directory, base_offset)
+    txn_c = txn_index_cleaned_path(directory, base_offset)
+    if os.path.exists(txn_c):  # only a group that keeps aborted transactions' markers has one
+        os.rename(txn_c, swap_path(directory, base_offset, TXN_INDEX_SUFFIX))
     os.rename(index_c, swap_path(directory, base_offset, INDEX_SUFFIX))
     os.rename(time_c, swap_path(directory, base_offset, TIME_INDEX_SUFFIX))
     os.rename(log_c, swap_path(directory, base_offset, LOG_SUFFIX))
@@ -52,6 +57,9 @@ def commit_swap(directory: Path, base_offset: int) -> None:
 def finish_swap(directory: Path, base_offset: int) -> None:
     """Step 4: the swap files take their final names (the old files must be renamed away already)."""
     stem = file_stem(base_offset)
+    txn_swap = swap_path(directory, base_offset, TXN_INDEX_SUFFIX)
+    if os.path.exists(txn_swap):
+        os.rename(txn_swap, directory / (stem + TXN_INDEX_SUFFIX))
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
         os.rename(swap_path(directory, base_offset, suffix), directory / (stem + suffix))
     remove_quietly(cleaned_paths(directory, base_offset)[3])
@@ -92,7 +100,7 @@ def recover_swaps(directory: Path) -> int:
                 for suffix in _SEGMENT_SUFFIXES:
                     remove_quietly(directory / (file_stem(b) + suffix))
         stem = file_stem(base)
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             src = swap_path(directory, base, suffix)
             if src.exists():
                 os.rename(src, directory / (stem + suffix))

@@ -239,6 +239,17 @@ async def _replicated(w: _Wait, timeout_ms: int, metrics: Any) -> None:
         w.out.update(_partition_response(index, e.code, e.message or None))
 
 
+def _has_transactional(body: Mapping[str, Any]) -> bool:
+    """Whether a partition's first batch is transactional (attributes' low byte at 22), as Kafka's
+    RequestUtils.flags looks at each partition's first batch."""
+    for t in body.get("topic_data") or ():
+        for p in t["partition_data"]:
+            records = p["records"]
+            if records is not None and len(records) > 22 and records[22] & TRANSACTIONAL_FLAG:
+                return True
+    return False
+
+
 async def _verify_txn(
     broker: Broker, body: Mapping[str, Any], txn_id: str, verifier: TxnVerifier
 ) -> dict[tuple[str, int], ErrorCode]:
@@ -291,7 +302,14 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | N
     broker = ctx.broker
     refused: dict[tuple[str, int], ErrorCode] | None = None
     txn_id = body.get("transactional_id")
-    if txn_id is not None:
+    if txn_id is None:
+        if version >= 3 and _has_transactional(body):  # KafkaApis: needs a transactional id (and its ACL)
+            return _all_failed(
+                request,
+                ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "transactional records need the request's transactional_id",
+            )
+    else:
         verifier = broker.services.get(VERIFIER_KEY)
         if verifier is not None:
             refused = await _verify_txn(broker, body, txn_id, verifier)

@@ -329,6 +329,9 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         """What read_committed consumers may read up to: min(first unstable offset, HW)."""
+        state = self.producer_state
+        if not state.ongoing and not state.unreplicated:  # no transaction here: every fetch asks
+            return self._high_watermark
         return log_txn.last_stable_offset(self)
 
     def aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:

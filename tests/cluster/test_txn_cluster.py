@@ -41,6 +41,17 @@ def _until(conn: BrokerConnection, hw: int, lso: int, aborted: list[dict[str, in
     raise AssertionError(f"{what}: {last}")
 
 
+def _marker_landed(conn: BrokerConnection, pid: int) -> list[tuple[int, int, int]]:
+    """Commit `pid`'s transaction, retried while the broker is not the leader yet (ZooKeeper names it
+    before its LeaderAndIsr arrives), as a coordinator's marker sender retries until it lands."""
+    deadline = time.monotonic() + 60
+    while True:
+        out = w.markers(conn, TOPIC, (pid, 0, True, [0]))
+        if out[0][2] != ErrorCode.NOT_LEADER_OR_FOLLOWER or time.monotonic() > deadline:
+            return out
+        time.sleep(0.1)
+
+
 def test_markers_replicate_and_survive_leader_failover(
     zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
 ) -> None:
@@ -90,7 +101,7 @@ def test_markers_replicate_and_survive_leader_failover(
     with KafkaClient(c.broker(new_leader).bootstrap) as client:  # not through the killed broker
         new = client.conn
         _until(new, 9, 8, aborted, f"new leader {new_leader}")  # the open transaction still holds the LSO
-        assert w.markers(new, TOPIC, (opener, 0, True, [0])) == [(opener, 0, 0)]
+        assert _marker_landed(new, opener) == [(opener, 0, 0)]
         _until(new, 10, 10, aborted, f"new leader {new_leader} after the commit")
 
     c.restart(leader)

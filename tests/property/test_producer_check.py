@@ -52,7 +52,8 @@ def test_check_batch_and_record_batch_match_validate_and_update(
     assert snapshot == {
         pid: (e.epoch, list(e.batches), e.current_txn_first_offset) for pid, e in b.producers.items()
     }
+    assert a.ongoing == b.ongoing  # the open transactions, in first-offset order
     pid, epoch, seq, delta, attrs = candidate
-    got = _outcome(lambda: a.check_batch(pid, epoch, seq, delta))
+    got = _outcome(lambda: a.check_batch(pid, epoch, seq, delta, attrs))
     want = _outcome(lambda: b.validate([_header(pid, epoch, seq, delta, attrs)]))
     assert got == want

@@ -186,7 +186,9 @@ class PartitionLog:
 
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
-        self._high_watermark = max(self.log_start_offset, min(offset, self.log_end_offset))
+        self._high_watermark = hw = max(self.log_start_offset, min(offset, self.log_end_offset))
+        if self.producer_state.unreplicated:  # completed transactions the HW now covers stop holding the LSO
+            self.producer_state.first_unstable_offset(hw)
 
     @property
     def segments(self) -> SegmentView:

@@ -187,3 +187,12 @@ def test_control_batch_builder_matches_kafkas_marker() -> None:
     # Kafka's EndTransactionMarker: key = version 0, type; value = version 0, coordinator epoch
     assert decoded.records[0].key == bytes.fromhex("00000000")
     assert decoded.records[0].value == bytes.fromhex("000000000007")
+
+
+def test_completed_transactions_are_forgotten_as_the_high_watermark_passes(tmp_path: Path) -> None:
+    log = open_log(tmp_path, ManualClock())  # a follower's log: nobody asks it for its LSO
+    for i in range(50):
+        produce(log, A, i * 2)
+        log.append_txn_marker(A, 0, True, 0, leader_epoch=0, now_ms=0)
+        log.high_watermark = log.log_end_offset
+    assert log.producer_state.unreplicated == []

@@ -7,8 +7,9 @@ with the coordinator epoch) is appended on the partition's leader, which complet
 the partition's producer state (the last stable offset moves past it; an abort lands in `.txnindex`).
 The result for every (producer_id, topic, partition) is a Kafka ErrorCode, after the marker is appended
 and replicated to the ISR (acks=all), as Kafka's WriteTxnMarkers answers. For a `__consumer_offsets`
-partition the group coordinator hears of it (`on_txn_marker`) once the marker is appended, so pending
-transactional offset commits become visible (commit) or vanish (abort).
+partition the group coordinator hears of it (`on_txn_marker`) once the marker is replicated (Kafka's
+onTransactionCompleted in the append callback), so pending transactional offset commits become visible
+(commit) or vanish (abort).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ async def write_markers(broker: Any, markers: Iterable[TxnMarker | tuple[Any, ..
     REQUEST_TIMED_OUT (appended, not replicated in time)."""
     results: MarkerResults = {}
     waits: list[tuple[tuple[int, str, int], Partition, int]] = []
+    offsets_markers: dict[tuple[int, str, int], bool] = {}  # __consumer_offsets partitions: committed
     now_ms = broker.clock.time_ms()
     for raw in markers:
         m = raw if isinstance(raw, TxnMarker) else TxnMarker(*raw)
@@ -67,13 +69,18 @@ async def write_markers(broker: Any, markers: Iterable[TxnMarker | tuple[Any, ..
                 continue
             results[key] = ErrorCode.NONE
             if topic == OFFSETS_TOPIC:
-                _tell_group_coordinator(broker, index, m.producer_id, m.committed)
+                offsets_markers[key] = m.committed
             if part.high_watermark <= offset:
                 waits.append((key, part, offset))
     if waits:
         codes = await asyncio.gather(*(_replicated(p, o) for _, p, o in waits))
         for (key, _, _), code in zip(waits, codes, strict=True):
             results[key] = code
+    # Kafka's onTransactionCompleted: only for the offsets partitions whose marker is replicated (a
+    # marker that failed is resent by the coordinator, and applied then).
+    for key, committed in offsets_markers.items():
+        if results[key] == ErrorCode.NONE:
+            _tell_group_coordinator(broker, key[2], key[0], committed)
     return results
 
 

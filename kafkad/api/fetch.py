@@ -179,7 +179,7 @@ def _read_all(
                         out["records"] = list(result.slices)
                         total += result.size
                         if committed:  # read_committed: the aborted transactions it must skip
-                            out["aborted_transactions"] = _aborted(part, p["fetch_offset"]) or aborted
+                            out["aborted_transactions"] = _aborted(part, p["fetch_offset"], result) or aborted
                 else:  # max_bytes reached: no read, but its offset is checked as a read would (Kafka's)
                     part.check_fetch_offset(p["fetch_offset"])
                 if follower:  # only an offset a read accepted moves the follower (updateFollowerFetchState)
@@ -199,9 +199,9 @@ def _read_all(
     return responses, total, errors, watched
 
 
-def _aborted(part: Partition, offset: int) -> list[dict[str, Any]] | None:
+def _aborted(part: Partition, offset: int, result: Any) -> list[dict[str, Any]] | None:
     """A read_committed read's aborted transactions (those overlapping it, which the consumer skips)."""
-    found = part.aborted_txns(offset)
+    found = part.aborted_txns(offset, result)
     if not found:
         return None
     return [{"producer_id": a.producer_id, "first_offset": a.first_offset} for a in found]

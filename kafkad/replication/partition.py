@@ -63,10 +63,6 @@ class PartitionLogLike(Protocol):
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
 
 
-def _no_aborted(_offset: int, _upper: int) -> list[Any]:
-    return []
-
-
 class Role(enum.Enum):
     LEADER = "leader"
     FOLLOWER = "follower"
@@ -451,10 +447,11 @@ class Partition:
         limit = (self.last_stable_offset if stable_only else self.high_watermark) if committed_only else None
         return self.log.read(offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch)
 
-    def aborted_txns(self, offset: int) -> list[Any]:
-        """The aborted transactions (storage's AbortedTxn) overlapping [offset, LSO): what a
-        read_committed consumer that read from `offset` skips."""
-        return list(getattr(self.log, "aborted_txns", _no_aborted)(offset, self.last_stable_offset))
+    def aborted_txns(self, offset: int, result: Any) -> list[Any]:
+        """The aborted transactions (storage's AbortedTxn) overlapping what a read_committed read from
+        `offset` returned (`result`, storage's ReadResult): what the consumer skips."""
+        find = getattr(self.log, "aborted_txns_for_read", None)
+        return [] if find is None else list(find(offset, result, self.last_stable_offset))
 
     def check_fetch_offset(self, offset: int) -> None:
         """Raise OFFSET_OUT_OF_RANGE unless log start <= `offset` <= log end (what a read checks first)."""

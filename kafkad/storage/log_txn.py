@@ -23,6 +23,7 @@ from kafkad.storage.records.records import read_marker
 from kafkad.storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
+    from kafkad.storage.log_types import ReadResult
     from kafkad.storage.partition_log import PartitionLog
     from kafkad.storage.segment import LogSegment
 
@@ -97,6 +98,16 @@ def complete_txn(
     if completed is not None and aborted:
         seg = segment if segment is not None else plog.active_segment
         seg.txn_index.append(AbortedTxn(producer_id, completed.first_offset, offset, lso))
+        plog.txn_aborts = True
+
+
+def _may_have_aborts(plog: PartitionLog) -> bool:
+    """Whether any segment may hold an abort (a log that never had one answers every read_committed
+    fetch without looking at its segments): learnt once per opened log, then kept by complete_txn."""
+    known = plog.txn_aborts
+    if known is None:
+        known = plog.txn_aborts = any(seg.txn_index.entries for seg in plog.segments)
+    return known
 
 
 def last_stable_offset(plog: PartitionLog) -> int:
@@ -118,3 +129,29 @@ def aborted_txns(plog: PartitionLog, fetch_offset: int, upper_bound: int) -> lis
         if complete:
             break
     return out
+
+
+def aborted_txns_for_read(
+    plog: PartitionLog, fetch_offset: int, result: ReadResult, limit: int
+) -> list[AbortedTxn]:
+    """`aborted_txns` for a read_committed read that returned `result` from `fetch_offset`: only the
+    aborts overlapping what it read (Kafka's upper bound, fetchUpperBoundOffset: the offset of the first
+    offset-index entry past the read, else the segment's end), bounded by `limit` (the LSO). Costs nothing more
+    than a look at each later segment's index when no abort follows the fetch offset."""
+    if not result.slices or not _may_have_aborts(plog):
+        return []
+    segments = plog.segments.from_offset(fetch_offset)
+    if all(seg.txn_index.last_offset < fetch_offset for seg in segments):
+        return []
+    piece = result.slices[-1]
+    end = piece.position + piece.size
+    upper = limit
+    for i, seg in enumerate(segments):
+        if seg.fd == piece.fd:  # the read may end inside a batch (max_bytes): the offset index bounds it
+            found = seg.offset_index.upper_bound_offset(end)
+            if found is not None:
+                upper = found
+            elif i + 1 < len(segments):
+                upper = segments[i + 1].base_offset
+            break
+    return aborted_txns(plog, fetch_offset, min(upper, limit))

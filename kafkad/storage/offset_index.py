@@ -246,6 +246,13 @@ class OffsetIndex(MappedIndex):
                 hi = mid - 1
         return self.base_offset + ntohl(v[lo << 1]), ntohl(v[(lo << 1) + 1])
 
+    def upper_bound_offset(self, position: int) -> int | None:
+        """Kafka's fetchUpperBoundOffset: the offset of the first entry at or past file `position` (an
+        append starting there or later: every offset stored before `position` is below it), None if no
+        entry is."""
+        slot = self._largest_lower_bound(_I32, 4, position - 1) + 1
+        return self.entry(slot)[0] if slot < self.entries else None
+
     def entry(self, slot: int) -> tuple[int, int]:
         assert self._mm is not None
         rel, pos = self._ENTRY.unpack_from(self._mm, slot * 8)

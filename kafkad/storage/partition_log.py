@@ -120,6 +120,9 @@ class PartitionLog:
         self._jitter = 0
         self.leader_epoch_cache = LeaderEpochCache(None)
         self.producer_state = ProducerStateManager(directory)
+        self.txn_aborts: bool | None = (
+            None  # whether a segment may hold an abort (log_txn; None: not known yet)
+        )
         self._limits: _Limits = self._set_limits()
         # The disk budget's append-path check (disk_budget.WriteGate); the LogManager installs its own.
         self.write_gate = UNLIMITED_GATE
@@ -337,8 +340,12 @@ class PartitionLog:
         return log_txn.last_stable_offset(self)
 
     def aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """The aborted transactions overlapping [fetch_offset, upper_bound) (a read_committed fetch)."""
+        """The aborted transactions overlapping [fetch_offset, upper_bound)."""
         return log_txn.aborted_txns(self, fetch_offset, upper_bound)
+
+    def aborted_txns_for_read(self, fetch_offset: int, result: ReadResult, limit: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping what a read_committed read from `fetch_offset` returned."""
+        return log_txn.aborted_txns_for_read(self, fetch_offset, result, limit)
 
     def _set_limits(self) -> _Limits:
         """Cache what the inline append path needs from the config (re-done when `config` is replaced)."""

@@ -22,6 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from bisect import bisect_left
+from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -43,6 +45,9 @@ class AbortedTxn(NamedTuple):
 
     def encode(self) -> bytes:
         return _ENTRY.pack(VERSION, *self)
+
+
+_last_offset = attrgetter("last_offset")
 
 
 def decode_entries(data: bytes) -> list[AbortedTxn]:
@@ -89,9 +94,17 @@ class TransactionIndex:
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Kafka's collectAbortedTxns: the aborts overlapping [fetch_offset, upper_bound), and whether
-        the search is complete (an entry's LSO reached `upper_bound`: later segments cannot matter)."""
+        the search is complete (an entry's LSO reached `upper_bound`: later segments cannot matter).
+
+        Entries whose marker is below `fetch_offset` are skipped by bisection: such an entry can neither
+        overlap the range nor complete the search (its LSO is its marker + 1, or the first offset of a
+        transaction open before its marker: either way below `fetch_offset`), so a consumer catching up
+        through a segment with many aborts does not rescan them at every fetch."""
         out = []
-        for txn in self.entries:
+        entries = self.entries
+        start = bisect_left(entries, fetch_offset, key=_last_offset)
+        for i in range(start, len(entries)):
+            txn = entries[i]
             if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound:
                 out.append(txn)
             if txn.last_stable_offset >= upper_bound:

@@ -60,7 +60,8 @@ def test_markers_end_transactions_and_answer_per_partition(tmp_path: Path) -> No
         (PID, "t", 1): ErrorCode.INVALID_PRODUCER_EPOCH,
     }
     assert (part.high_watermark, part.last_stable_offset) == (2, 2)
-    assert [(t.producer_id, t.first_offset) for t in part.aborted_txns(0)] == [(PID, 0)]
+    read = part.read_records(0, 1 << 20, min_one_batch=True, stable_only=True)
+    assert [(t.producer_id, t.first_offset) for t in part.aborted_txns(0, read)] == [(PID, 0)]
     assert b.replicas.get_or_raise("t", 1).last_stable_offset == 0  # still open
     assert groups.calls == [(0, PID, False)]
 

@@ -196,3 +196,39 @@ def test_completed_transactions_are_forgotten_as_the_high_watermark_passes(tmp_p
         log.append_txn_marker(A, 0, True, 0, leader_epoch=0, now_ms=0)
         log.high_watermark = log.log_end_offset
     assert log.producer_state.unreplicated == []
+
+
+def test_a_read_gets_only_the_aborts_overlapping_what_it_read(tmp_path: Path) -> None:
+    log = open_log(tmp_path, ManualClock(), **{"index.interval.bytes": "1"})  # an index entry per batch
+    produce(log, A, 0)  # 0-1
+    end(log, A, commit=False)  # 2
+    produce(log, B, 0)  # 3-4
+    end(log, B, commit=False)  # 5
+    produce(log, A, 2)  # 6-7
+    end(log, A, commit=True)  # 8
+    lso = log.last_stable_offset
+    first_batch = log.read(0, 1, min_one_batch=True)  # offsets 0-1 only: the bound is the next batch, 2
+    assert log.aborted_txns_for_read(0, first_batch, lso) == [AbortedTxn(A, 0, 2, 3)]
+    from_b = log.read(3, 1, min_one_batch=True)
+    assert log.aborted_txns_for_read(3, from_b, lso) == [AbortedTxn(B, 3, 5, 6)]
+    after = log.read(6, 1 << 20)
+    assert log.aborted_txns_for_read(6, after, lso) == []
+    # A read ending inside a batch (max_bytes): bounded by the next index entry, never past the LSO.
+    cut = log.read(0, first_batch.size + 10, min_one_batch=True)
+    assert AbortedTxn(A, 0, 2, 3) in log.aborted_txns_for_read(0, cut, lso)
+    everything = log.read(0, 1 << 20)
+    assert log.aborted_txns_for_read(0, everything, lso) == [AbortedTxn(A, 0, 2, 3), AbortedTxn(B, 3, 5, 6)]
+
+
+def test_a_log_without_aborts_answers_reads_without_its_segments(tmp_path: Path) -> None:
+    log = open_log(tmp_path, ManualClock(), **SMALL)
+    for i in range(20):
+        produce(log, A, i * 2)
+        end(log, A, commit=True)
+    log.close()
+    again = open_log(tmp_path, ManualClock(), **SMALL)
+    again.high_watermark = again.log_end_offset
+    assert again.segment_count > 2
+    read = again.read(0, 1 << 20)
+    assert again.aborted_txns_for_read(0, read, again.last_stable_offset) == []
+    assert again.txn_aborts is False  # learnt once from the segments' (absent) indexes

@@ -256,6 +256,7 @@ async def _verify_txn(
     """KIP-890: a transactional batch that would open a transaction on a partition (its producer has
     none ongoing there) is checked with the coordinator first; the partitions it refuses, and why."""
     checks: list[tuple[tuple[str, int], Any]] = []
+    guards: list[tuple[Partition, int, int]] = []  # (partition, producer id, its marker count before)
     for t in body.get("topic_data") or ():
         for p in t["partition_data"]:
             records = p["records"]
@@ -271,6 +272,7 @@ async def _verify_txn(
             if part.has_ongoing_txn(h.producer_id):
                 continue
             key = (t["name"], p["index"])
+            guards.append((part, h.producer_id, part.txn_marker_count(h.producer_id)))
             checks.append(
                 (key, verifier.verify(txn_id, h.producer_id, h.producer_epoch, t["name"], p["index"]))
             )
@@ -278,12 +280,16 @@ async def _verify_txn(
         return {}
     codes = await asyncio.gather(*(c for _, c in checks), return_exceptions=True)
     refused = {}
-    for (key, _), code in zip(checks, codes, strict=True):
+    for (key, _), code, (part, pid, markers) in zip(checks, codes, guards, strict=True):
         if isinstance(code, BaseException):
             log.warning("transaction verification of %s-%d failed: %r", key[0], key[1], code)
             refused[key] = ErrorCode.COORDINATOR_NOT_AVAILABLE  # retriable for the client
         elif code != ErrorCode.NONE:
             refused[key] = ErrorCode(code)
+        elif part.txn_marker_count(pid) != markers:
+            # Kafka's VerificationGuard: a marker ended the transaction while the coordinator answered;
+            # appending now would open a transaction nobody ends (a hanging transaction).
+            refused[key] = ErrorCode.INVALID_TXN_STATE
     return refused
 
 

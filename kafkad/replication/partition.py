@@ -352,6 +352,11 @@ class Partition:
         state = getattr(self.log, "producer_state", None)
         return state is not None and producer_id in state.ongoing
 
+    def txn_marker_count(self, producer_id: int) -> int:
+        """The producer state's marker count for `producer_id` (KIP-890's verification guard)."""
+        state = getattr(self.log, "producer_state", None)
+        return -1 if state is None else int(state.marker_count(producer_id))
+
     def append_txn_marker(
         self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int, *, now_ms: int
     ) -> int:

@@ -114,6 +114,7 @@ class ProducerEntry:
     coordinator_epoch: int = -1
     current_txn_first_offset: int = -1
     last_timestamp: int = -1  # of its last marker (batches carry their own)
+    markers: int = 0  # markers recorded since it was loaded (KIP-890's verification guard, produce handler)
 
     @property
     def last_seq(self) -> int:
@@ -389,6 +390,7 @@ class ProducerStateManager:
             entry.batches.clear()
         entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
         entry.last_timestamp = timestamp
+        entry.markers += 1
         completed = None
         if entry.current_txn_first_offset >= 0:
             completed = CompletedTxn(pid, entry.current_txn_first_offset, offset, aborted)
@@ -397,6 +399,12 @@ class ProducerStateManager:
         self.ongoing.pop(pid, None)
         lso = next(iter(self.ongoing.values()), offset + 1)
         return completed, lso
+
+    def marker_count(self, pid: int) -> int:
+        """How many markers of `pid` this state has recorded: a Produce verified with the coordinator
+        appends only if none came in meanwhile (else its transaction ended under it)."""
+        entry = self.producers.get(pid)
+        return -1 if entry is None else entry.markers
 
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """The first offset of the oldest transaction not yet completed and replicated, None if none."""

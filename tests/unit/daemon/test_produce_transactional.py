@@ -88,3 +88,33 @@ def test_verifier_is_asked_before_a_batch_opens_a_transaction(tmp_path: Path) ->
     verifier.asked.clear()
     assert produce(b, "tx", {("t", 0): txn_batch(1)}) == {("t", 0): 0}
     assert verifier.asked == []
+
+
+class MarkerDuringVerification:
+    """A coordinator that ends the producer's transaction on the partition while it answers the check
+    (its marker lands on the partition before the verified Produce appends), then says yes."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    async def verify(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str, partition: int
+    ) -> ErrorCode:
+        part = self.broker.replicas.get_or_raise(topic, partition)
+        part.append_txn_marker(producer_id, producer_epoch, True, 0, now_ms=1)
+        await asyncio.sleep(0)
+        return ErrorCode.NONE
+
+
+def test_a_marker_during_verification_refuses_the_append(tmp_path: Path) -> None:
+    b = make_broker(tmp_path)
+    create(b, "t")
+    part = b.replicas.get_or_raise("t", 0)
+    assert produce(b, "tx", {("t", 0): txn_batch(0)}) == {("t", 0): 0}  # a first transaction, unverified
+    part.append_txn_marker(PID, 0, True, 0, now_ms=1)  # ...committed
+    b.services[SERVICE_KEY] = MarkerDuringVerification(b)
+    # A late batch: verified "yes", but its transaction ended meanwhile: appending it would leave a
+    # transaction open that no coordinator will end (KIP-890's hanging transaction).
+    assert produce(b, "tx", {("t", 0): txn_batch(1)}) == {("t", 0): ErrorCode.INVALID_TXN_STATE}
+    assert not part.has_ongoing_txn(PID)
+    assert part.last_stable_offset == part.high_watermark == part.log_end_offset

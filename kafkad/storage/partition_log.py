@@ -24,7 +24,8 @@ Deleted segments (retention, DeleteRecords, truncation) are renamed `*.deleted` 
 for file.delete.delay.ms; `reap_deleted()` closes and unlinks them once the delay passed. The ordered
 segments and their base offsets are a SegmentList (segment_list; others get its read-only view,
 `segments`). The retention policy and that delayed deletion live in log_retention, the log cleaner's
-segment swap in cleaner_segments; the methods here delegate to them.
+segment swap in cleaner_segments; the methods here delegate to them. Transactions (markers, the last
+stable offset, the `.txnindex` aborts a read_committed read gets) live in log_txn.
 
 Concurrency: runs on the event loop and never blocks, except methods documented "blocking".
 """

@@ -1,1 +1,2 @@
-"""Coordinators that live on the broker leading their internal topic's partition: groups (`group/`)."""
+"""Coordinators that live on the broker leading their internal topic's partition: groups (`group/`),
+transactions (`transaction/`)."""

@@ -1,11 +1,7 @@
-"""FindCoordinator (10) v0-6: this broker coordinates every group; transactions are not offered.
-In cluster mode: the leader of the group's __consumer_offsets partition (cluster_metadata.py).
+"""FindCoordinator (10) v0-6: this broker coordinates every group and transactional id; in cluster mode
+the leader of the key's __consumer_offsets partition (cluster_metadata.py), or of the transactional id's
+__transaction_state partition (key type 1: coordinator/transaction/service.py).
 v4+ (KIP-699) look up a batch of keys, each answered in its own `coordinators` entry with its own error.
-
-A transactional id (key type 1) is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what Kafka answers when
-the client may not use that id: librdkafka (and the Java client) treat it as fatal at once, so
-`init_transactions()` fails in milliseconds with this module's message instead of retrying
-COORDINATOR_NOT_AVAILABLE every 500 ms until its timeout. InitProducerId answers a transactional id the same.
 
 The first lookup creates __consumer_offsets (as Kafka does) and is answered once it exists, rather
 than with COORDINATOR_NOT_AVAILABLE: the creation yields to the loop between partitions, so waiting
@@ -20,15 +16,12 @@ from typing import Any
 
 from kafkad.cluster import metadata as cluster_metadata
 from kafkad.coordinator.group.service import ready_coordinator
+from kafkad.coordinator.transaction import service as txn_service
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-TRANSACTIONS_UNSUPPORTED = (
-    "kafkad does not support transactions yet: unset transactional.id "
-    "(an idempotent producer, enable.idempotence=true, is supported)"
-)
 
 
 def _error(code: ErrorCode, message: str) -> dict[str, Any]:
@@ -66,13 +59,24 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
 
 
 async def _lookup(ctx: RequestContext, key_type: int, key: str) -> Mapping[str, Any]:
-    if key_type == KEY_TYPE_TRANSACTION:
-        return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_UNSUPPORTED)
-    if key_type != KEY_TYPE_GROUP:
+    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     broker = ctx.broker
     if broker.stopping:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down")
+    if key_type == KEY_TYPE_TRANSACTION:
+        if not key:
+            return _error(ErrorCode.INVALID_REQUEST, "the transactional id is empty")
+        listener = ctx.listener if ctx.session is not None or broker.services.get("metadata_cache") else None
+        node, host, port = await txn_service.find_coordinator(broker, listener, key)
+        return {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "error_message": "NONE",
+            "node_id": node,
+            "host": host,
+            "port": port,
+        }
     cache = broker.services.get("metadata_cache")
     if cache is not None:  # cluster mode: the leader of the group's __consumer_offsets partition
         return await cluster_metadata.find_coordinator(ctx, cache, key)

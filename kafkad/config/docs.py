@@ -90,6 +90,7 @@ def render_markdown() -> str:
         "zookeeper": "ZooKeeper and replication",
         "controller": "Controller and cluster membership",
         "group": "Consumer groups",
+        "transactions": "Transactions",
         "metrics": "Metrics",
         "bridge": "Spark bridge",
     }

@@ -15,6 +15,7 @@ from kafkad.config.keys.replication import REPLICATION_KEYS
 from kafkad.config.keys.security import SECURITY_KEYS
 from kafkad.config.keys.server import METRICS_KEYS, SERVER_KEYS, SOCKET_KEYS
 from kafkad.config.keys.storage import LOG_KEYS
+from kafkad.config.keys.transactions import TRANSACTION_KEYS
 from kafkad.config.keys.zookeeper import ZOOKEEPER_KEYS
 from kafkad.config.keys.zookeeper_security import ZOOKEEPER_SECURITY_KEYS
 
@@ -30,6 +31,7 @@ KEYS: tuple[ConfigKey, ...] = (
     *REPLICATION_KEYS,
     *CONTROLLER_KEYS,
     *GROUP_KEYS,
+    *TRANSACTION_KEYS,
     *METRICS_KEYS,
     *BRIDGE_KEYS,
 )

@@ -90,6 +90,23 @@ def _stop_groups(broker: Broker) -> None:
         log.exception("stopping the group coordinator failed")
 
 
+async def _start_transactions(broker: Broker) -> None:
+    """The transaction coordinator: standalone it loads __transaction_state now; in a cluster it follows
+    that topic's leadership from the first LeaderAndIsr (so before the listeners open)."""
+    from kafkad.coordinator.transaction.service import start_transaction_coordinator
+
+    await start_transaction_coordinator(broker)
+
+
+def _stop_transactions(broker: Broker) -> None:
+    from kafkad.coordinator.transaction.service import stop_transaction_coordinator
+
+    try:
+        stop_transaction_coordinator(broker)
+    except Exception:
+        log.exception("stopping the transaction coordinator failed")
+
+
 async def _watch_interfaces(config: BrokerConfig, broker: Broker, server: Server) -> NetlinkWatcher | None:
     """Listeners named by interface: resolve their addresses now; the returned watcher rebinds on change."""
     from kafkad.service import netlink
@@ -257,6 +274,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             cluster=(cluster.zk, replicas, broker_id) if cluster is not None else None,
         )
     await _start_groups(broker)
+    await _start_transactions(broker)
     if security.authorizer is not None:
         from kafkad.security.api_acls import authorizing_registry
 
@@ -347,6 +365,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     if watcher is not None:
         await loop.run_in_executor(None, watcher.stop)
     _stop_groups(broker)
+    _stop_transactions(broker)
     if cluster is not None:
         await cluster.close()
     await replicas.log_sync.close()  # no fsync may race the logs' close

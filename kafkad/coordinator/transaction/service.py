@@ -1,0 +1,226 @@
+"""Wiring of the transaction coordinator into a running broker.
+
+`start_transaction_coordinator(broker)` (main, before the listeners open) builds the coordinator, its
+`__transaction_state` store and marker sender, registers them as `broker.services["txn_coordinator"]` and
+`["txn_verifier"]` (KIP-890: Produce asks it about a transactional batch for a partition not yet in a
+transaction), and starts the timeout/expiration timers. Standalone it replays the topic if it exists; in a
+cluster it follows the topic's leadership instead (listeners installed before any LeaderAndIsr).
+`find_coordinator` answers FindCoordinator key type 1, creating the topic on first use as Kafka does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from kafkad.coordinator.transaction.coordinator import TransactionCoordinator, TxnConfig
+from kafkad.coordinator.transaction.log_store import TxnLogStore
+from kafkad.coordinator.transaction.markers import BrokerMarkerSender
+from kafkad.coordinator.transaction.records import TXN_TOPIC, partition_for
+from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.protocol.registry import ApiKey
+
+if TYPE_CHECKING:
+    from kafkad.api.broker import Broker
+
+log = logging.getLogger(__name__)
+
+SERVICE_KEY = "txn_coordinator"
+STORE_KEY = "txn_log_store"
+MARKERS_KEY = "txn_marker_sender"
+TASKS_KEY = "txn_timers"
+VERIFIER_KEY = "txn_verifier"
+VERIFY_TIMEOUT_MS = 10000
+
+
+def txn_config(broker: Broker) -> TxnConfig:
+    def i(name: str) -> int:
+        return int(broker.config.get(name))  # type: ignore[arg-type]
+
+    return TxnConfig(
+        num_partitions=i("transaction.state.log.num.partitions"),
+        max_timeout_ms=i("transaction.max.timeout.ms"),
+        id_expiration_ms=i("transactional.id.expiration.ms"),
+        abort_interval_ms=i("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+        expire_interval_ms=i("transaction.remove.expired.transaction.cleanup.interval.ms"),
+    )
+
+
+def topic_configs(broker: Broker) -> dict[str, str]:
+    """TransactionLog's enforced topic settings (compacted, uncompressed, no unclean election)."""
+    return {
+        "cleanup.policy": "compact",
+        "compression.type": "uncompressed",
+        "unclean.leader.election.enable": "false",
+        "min.insync.replicas": str(broker.config.get("transaction.state.log.min.isr")),
+        "segment.bytes": str(broker.config.get("transaction.state.log.segment.bytes")),
+    }
+
+
+async def start_transaction_coordinator(broker: Broker) -> TransactionCoordinator:
+    cfg = txn_config(broker)
+    cluster = not broker.config.standalone
+    store = TxnLogStore(
+        broker.replicas, broker.clock, cfg.num_partitions, topic_configs(broker), cluster=cluster
+    )
+    markers = BrokerMarkerSender(broker)
+    coordinator = TransactionCoordinator(cfg, broker.clock, store, markers, lambda: _allocate(broker))
+    store.coordinator = coordinator
+    broker.services.update({SERVICE_KEY: coordinator, STORE_KEY: store, MARKERS_KEY: markers})
+    broker.services[VERIFIER_KEY] = TxnVerifierService(broker, coordinator, store, markers)
+    if cluster:
+        broker.replicas.add_leadership_listener(store.on_leader, store.on_follower)
+    else:
+        await store.start()
+    loop = asyncio.get_running_loop()
+    broker.services[TASKS_KEY] = [
+        loop.create_task(
+            _every(cfg.abort_interval_ms, "aborting timed-out transactions", coordinator.abort_timed_out)
+        ),
+        loop.create_task(
+            _every(cfg.expire_interval_ms, "expiring transactional ids", coordinator.expire_ids)
+        ),
+    ]
+    return coordinator
+
+
+async def _allocate(broker: Broker) -> int:
+    # broker.producer_ids is replaced in cluster mode (ZooKeeper id blocks): looked up on each call.
+    pid: int = await broker.producer_ids.allocate()
+    return pid
+
+
+async def _every(interval_ms: int, what: str, step: Callable[[], Awaitable[int]]) -> None:
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        try:
+            await step()
+        except Exception:
+            log.exception("%s failed", what)
+
+
+def stop_transaction_coordinator(broker: Broker) -> None:
+    for task in broker.services.pop(TASKS_KEY, ()):
+        task.cancel()
+    coordinator: TransactionCoordinator | None = broker.services.pop(SERVICE_KEY, None)
+    if coordinator is not None:
+        coordinator.stop()
+    store: TxnLogStore | None = broker.services.pop(STORE_KEY, None)
+    if store is not None:
+        store.close()
+    markers: BrokerMarkerSender | None = broker.services.pop(MARKERS_KEY, None)
+    if markers is not None:
+        markers.close()
+    broker.services.pop(VERIFIER_KEY, None)
+
+
+def coordinator_of(broker: Broker) -> TransactionCoordinator:
+    coordinator: TransactionCoordinator | None = broker.services.get(SERVICE_KEY)
+    if coordinator is None:
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the transaction coordinator is not running")
+    return coordinator
+
+
+async def find_coordinator(broker: Broker, listener: str | None, key: str) -> tuple[int, str, int]:
+    """(node id, host, port) of the coordinator of transactional id `key`; KafkaError until there is one."""
+    store: TxnLogStore | None = broker.services.get(STORE_KEY)
+    if store is None:
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the transaction coordinator is not running")
+    cache = broker.services.get("metadata_cache")
+    if cache is None:
+        await store.ensure_topic()
+        host, port = broker.advertised_host_port(listener)
+        return broker.broker_id, host, port
+    if not cache.has_topic(TXN_TOPIC):
+        await _create_topic(broker)
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{TXN_TOPIC} is being created")
+    n = len(cache.partitions(TXN_TOPIC))
+    state = cache.partition(TXN_TOPIC, partition_for(key, n))
+    info = cache.broker(state.leader) if state is not None else None
+    ep = (info.endpoint(listener) or info.endpoint()) if info is not None else None
+    if info is None or ep is None:
+        raise KafkaError(
+            ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator's partition has no live leader"
+        )
+    return info.id, ep.host, ep.port
+
+
+async def _create_topic(broker: Broker) -> None:
+    """Kafka's getOrCreateInternalTopic: only once enough brokers are alive for its replication factor."""
+    cluster = broker.services.get("cluster")
+    cache = broker.services["metadata_cache"]
+    rf = int(broker.config.get("transaction.state.log.replication.factor"))  # type: ignore[arg-type]
+    if cluster is None or len(cache.brokers()) < rf:
+        return
+    n = int(broker.config.get("transaction.state.log.num.partitions"))  # type: ignore[arg-type]
+    try:
+        await cluster.create_topics(TXN_TOPIC, n, rf, None, topic_configs(broker), False)
+        log.info("asked the controller for topic %s (%d partitions, RF %d)", TXN_TOPIC, n, rf)
+    except KafkaError as e:
+        if e.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.info("creating %s failed: %s", TXN_TOPIC, e)
+
+
+class TxnVerifierService:
+    """txn-log's TxnVerifier (KIP-890): is (topic, partition) in the producer's ongoing transaction? Asked by
+    Produce for a transactional batch from a producer with no transaction open on that partition. The local
+    coordinator answers directly; another broker's by AddPartitionsToTxn v4 verify_only (what Kafka's
+    AddPartitionsToTxnManager sends)."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        coordinator: TransactionCoordinator,
+        store: TxnLogStore,
+        markers: BrokerMarkerSender,
+    ) -> None:
+        self.broker = broker
+        self.coordinator = coordinator
+        self.store = store
+        self.markers = markers
+
+    async def verify(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str, partition: int
+    ) -> ErrorCode:
+        tp = (topic, partition)
+        if (
+            self.store.error_for(transactional_id) is None
+            or self.broker.services.get("metadata_cache") is None
+        ):
+            found = self.coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])
+            return found if isinstance(found, ErrorCode) else found.get(tp, ErrorCode.TRANSACTION_ABORTABLE)
+        return await self._remote(transactional_id, producer_id, producer_epoch, tp)
+
+    async def _remote(self, txn_id: str, producer_id: int, epoch: int, tp: tuple[str, int]) -> ErrorCode:
+        try:
+            node, _host, _port = await find_coordinator(self.broker, None, txn_id)
+        except KafkaError as e:
+            return e.code
+        channel = self.markers.channel(node)
+        if channel is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        body: dict[str, Any] = {
+            "transactions": [
+                {
+                    "transactional_id": txn_id,
+                    "producer_id": producer_id,
+                    "producer_epoch": epoch,
+                    "verify_only": True,
+                    "topics": [{"name": tp[0], "partitions": [tp[1]]}],
+                }
+            ]
+        }
+        try:
+            resp = await channel.request(ApiKey.ADD_PARTITIONS_TO_TXN, 4, body)
+        except (ConnectionError, TimeoutError, OSError):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if resp.get("error_code"):
+            return ErrorCode(resp["error_code"])
+        for txn in resp.get("results_by_transaction") or ():
+            for t in txn.get("topic_results") or ():
+                for p in t.get("results_by_partition") or ():
+                    if t["name"] == tp[0] and p["partition_index"] == tp[1]:
+                        return ErrorCode(p["partition_error_code"])
+        return ErrorCode.UNKNOWN_SERVER_ERROR

@@ -22,6 +22,7 @@ from kafkad.clock import Clock
 from kafkad.coordinator.transaction.records import decode_key, decode_value, encode_key, encode_value
 from kafkad.coordinator.transaction.state import (
     IDLE,
+    MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     TopicPartition,
     TxnMetadata,
@@ -428,11 +429,13 @@ class TransactionCoordinator:
 
 
 def _valid_producer(meta: TxnMetadata, producer_id: int, epoch: int) -> bool:
-    """KIP-360's check of InitProducerId's expected producer id/epoch (isValidProducerId)."""
+    """KIP-360's check of InitProducerId's expected producer id (isValidProducerId): a just-created id, the
+    current producer id (its epoch is checked by the bump), or the previous one with an exhausted epoch (a
+    retry of a rotation whose answer was lost)."""
     return (
         meta.producer_epoch == NO_PRODUCER_EPOCH
-        or (producer_id == meta.producer_id and epoch == meta.producer_epoch)
-        or (producer_id == meta.last_producer_id and epoch == meta.last_producer_epoch)
+        or producer_id == meta.producer_id
+        or (producer_id == meta.last_producer_id and epoch >= MAX_EPOCH - 1)
     )
 
 

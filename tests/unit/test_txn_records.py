@@ -38,7 +38,7 @@ def test_value_bytes_ongoing() -> None:
     )
     assert value == expected
     v = decode_value(value)
-    assert (v.producer_id, v.producer_epoch, v.state, v.partitions) == (
+    assert (v.producer_id, v.producer_epoch, v.state, set(v.partitions)) == (
         7,
         3,
         TxnState.ONGOING,

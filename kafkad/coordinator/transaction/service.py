@@ -32,7 +32,10 @@ STORE_KEY = "txn_log_store"
 MARKERS_KEY = "txn_marker_sender"
 TASKS_KEY = "txn_timers"
 VERIFIER_KEY = "txn_verifier"
-VERIFY_TIMEOUT_MS = 10000
+_VERIFY_ERRORS = {
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.TRANSACTION_ABORTABLE: ErrorCode.INVALID_TXN_STATE,
+}
 
 
 def txn_config(broker: Broker) -> TxnConfig:

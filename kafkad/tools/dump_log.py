@@ -2,10 +2,14 @@
 
     kafkad-dump-log --files 00000000000000000000.log[,00000000000000000000.index,...]
                     [--print-data-log] [--deep-iteration] [--verify-index-only]
+                    [--transaction-log-decoder]
 
 - `.log`: "Starting offset: N", one line per batch ("baseOffset: ... isvalid: true"), and with
   --deep-iteration (implied by --print-data-log) one "| offset: ..." line per record; with
   --print-data-log the key and payload as UTF-8 text. Control batches print their marker.
+  --transaction-log-decoder (implies --print-data-log) decodes `__transaction_state` records as Kafka's
+  TransactionLog.formatRecordKeyAndValue does ("key: transaction_metadata::transactionalId=..."
+  "payload: producerId:...,state=Ongoing,partitions=[...],...").
 - `.index`: "offset: N position: P" per entry (8 bytes: int32 relative offset, int32 position).
 - `.timeindex`: "timestamp: T offset: O" per entry (12 bytes: int64 timestamp, int32 relative offset).
 - `.txnindex`: one line per aborted transaction.
@@ -24,7 +28,7 @@ import bisect
 import mmap
 import struct
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
@@ -42,6 +46,9 @@ from kafkad.storage.records.records import is_crc_valid
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _TXN_ENTRY = struct.Struct(">hqqqq")
+# A record's (key, value) -> the text printed after "key:" and "payload:" (None: not printed); Kafka's
+# DumpLogSegments.MessageParser.
+Decoder = Callable[[bytes | None, bytes | None], tuple[str | None, str | None]]
 _TIMESTAMP_NAMES = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime"}
 
 
@@ -52,6 +59,16 @@ def _bool(value: bool) -> str:
 def _text(blob: bytes) -> str:
     # Kafka's StringDecoder: UTF-8 with replacement characters.
     return blob.decode("utf-8", errors="replace")
+
+
+def _text_decoder(key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
+    return None if key is None else _text(key), None if value is None else _text(value)
+
+
+def _transaction_log_decoder(key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
+    from kafkad.coordinator.transaction.records import format_record
+
+    return format_record(key, value)
 
 
 @contextmanager
@@ -99,9 +116,20 @@ def _codec_name(header: BatchHeader) -> str:
 class Dumper:
     """Dumps files to `out`, problems to `err`; `failed` tells whether anything did not check out."""
 
-    def __init__(self, out: TextIO, err: TextIO, *, print_data: bool, deep: bool, verify_only: bool) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        err: TextIO,
+        *,
+        print_data: bool,
+        deep: bool,
+        verify_only: bool,
+        decoder: Decoder | None = None,
+    ) -> None:
         self.out = out
         self.err = err
+        self.decoder = decoder or _text_decoder
+        print_data = print_data or decoder is not None
         self.print_data = print_data
         self.deep = deep or print_data
         self.verify_only = verify_only
@@ -176,10 +204,14 @@ class Dumper:
                 except KafkaError as exc:
                     parts.append(f"controlType: unknown ({exc.message})")
             elif self.print_data:
-                if record.key is not None:
-                    parts.append(f"key: {_text(record.key)}")
-                if record.value is not None:
-                    parts.append(f"payload: {_text(record.value)}")
+                try:
+                    key, payload = self.decoder(record.key, record.value)
+                except KafkaError as exc:
+                    key, payload = None, f"undecodable ({exc.message})"
+                if key is not None:
+                    parts.append(f"key: {key}")
+                if payload is not None:
+                    parts.append(f"payload: {payload}")
             print(" ".join(parts), file=self.out)
             yield record.offset
 
@@ -293,6 +325,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check index entries against the log without printing them",
     )
+    parser.add_argument(
+        "--transaction-log-decoder",
+        action="store_true",
+        help="decode records of __transaction_state (implies --print-data-log)",
+    )
     return parser
 
 
@@ -304,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_data=args.print_data_log,
         deep=args.deep_iteration,
         verify_only=args.verify_index_only,
+        decoder=_transaction_log_decoder if args.transaction_log_decoder else None,
     )
     for name in args.files.split(","):
         if name:

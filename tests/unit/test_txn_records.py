@@ -4,6 +4,9 @@ partitioning and dump-log line."""
 from __future__ import annotations
 
 import struct
+from pathlib import Path
+
+import pytest
 
 from kafkad.coordinator.transaction.records import (
     decode_key,
@@ -14,6 +17,8 @@ from kafkad.coordinator.transaction.records import (
     partition_for,
 )
 from kafkad.coordinator.transaction.state import TxnState, TxnTransit
+from kafkad.storage.records import SimpleRecord, build_batch
+from kafkad.tools.dump_log import main
 
 
 def _transit(state: TxnState, partitions: frozenset[tuple[str, int]]) -> TxnTransit:
@@ -88,3 +93,21 @@ def test_dump_log_line_is_kafkas() -> None:
         "producerId:7,producerEpoch:3,state=Ongoing,partitions=[a-0],txnLastUpdateTimestamp=2000,txnTimeoutMs=60000",
     )
     assert format_record(key, None) == ("transaction_metadata::transactionalId=tx", "<DELETE>")
+
+
+def test_dump_log_transaction_log_decoder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = [
+        SimpleRecord(
+            encode_key("tx"), encode_value(_transit(TxnState.ONGOING, frozenset({("a", 0)}))), (), 5
+        ),
+        SimpleRecord(encode_key("tx"), None, (), 6),
+    ]
+    log = tmp_path / f"{0:020d}.log"
+    log.write_bytes(build_batch(records))
+    assert main(["--files", str(log), "--transaction-log-decoder"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| offset:")]
+    assert lines[0].endswith(
+        " key: transaction_metadata::transactionalId=tx payload: producerId:7,producerEpoch:3,state=Ongoing,"
+        "partitions=[a-0],txnLastUpdateTimestamp=2000,txnTimeoutMs=60000"
+    )
+    assert lines[1].endswith(" key: transaction_metadata::transactionalId=tx payload: <DELETE>")

@@ -23,7 +23,7 @@ from typing import Any
 
 from kafkad.network.registry import Handler, HandlerRegistry, HandlerSpec, RequestContext
 from kafkad.protocol import ErrorCode, KafkaError, Request
-from kafkad.security import api_acls_versions
+from kafkad.security import api_acls_txn, api_acls_versions
 from kafkad.security.acl import (
     CLUSTER_NAME,
     CLUSTER_OPERATIONS,
@@ -541,6 +541,7 @@ WRAPPERS: Mapping[int, Callable[[Handler], Handler]] = {
     47: _wrap_offset_delete,
     56: _wrap_cluster(Operation.CLUSTER_ACTION),  # AlterPartition
     60: _wrap_describe_cluster,
+    **api_acls_txn.WRAPPERS,  # the transaction coordinator's APIs
 }
 # Checked inside their own handlers or open to all: ApiVersions (18), SaslHandshake (17), SaslAuthenticate
 # (36), the ACL APIs (29-31) and SCRAM credential APIs (50, 51).

@@ -66,7 +66,7 @@ def _text_decoder(key: bytes | None, value: bytes | None) -> tuple[str | None, s
 
 
 def _transaction_log_decoder(key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
-    from kafkad.coordinator.transaction.records import format_record
+    from kafkad.protocol.transaction_log import format_record
 
     return format_record(key, value)
 

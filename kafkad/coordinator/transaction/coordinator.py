@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from kafkad.clock import Clock
-from kafkad.coordinator.transaction.records import decode_key, decode_value, encode_key, encode_value
+from kafkad.coordinator.transaction.records import (
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    metadata_of,
+)
 from kafkad.coordinator.transaction.state import (
     IDLE,
     MAX_EPOCH,
@@ -119,7 +125,7 @@ class TransactionCoordinator:
                 txn_id = decode_key(key)
                 if txn_id is None:
                     continue
-                loaded[txn_id] = None if value is None else decode_value(value).metadata(txn_id)
+                loaded[txn_id] = None if value is None else metadata_of(txn_id, decode_value(value))
             except KafkaError as e:
                 log.warning("__transaction_state: skipping an undecodable record: %s", e)
         pending = []

@@ -10,7 +10,18 @@ that is what serializes requests across the awaits of an append (the coordinator
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from enum import IntEnum
+
+from kafkad.protocol.transaction_log import TxnState
+
+__all__ = [
+    "IDLE",
+    "MAX_EPOCH",
+    "IllegalTransition",
+    "TopicPartition",
+    "TxnMetadata",
+    "TxnState",
+    "TxnTransit",
+]
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -18,38 +29,6 @@ MAX_EPOCH = 32767  # Short.MaxValue
 
 TopicPartition = tuple[str, int]
 
-
-class TxnState(IntEnum):
-    EMPTY = 0
-    ONGOING = 1
-    PREPARE_COMMIT = 2
-    PREPARE_ABORT = 3
-    COMPLETE_COMMIT = 4
-    COMPLETE_ABORT = 5
-    DEAD = 6
-    PREPARE_EPOCH_FENCE = 7
-
-    @property
-    def kafka_name(self) -> str:
-        """The name Kafka prints and DescribeTransactions/ListTransactions carry ("PrepareCommit")."""
-        return _NAMES[self]
-
-    @classmethod
-    def from_kafka_name(cls, name: str) -> TxnState | None:
-        return _BY_NAME.get(name)
-
-
-_NAMES = {
-    TxnState.EMPTY: "Empty",
-    TxnState.ONGOING: "Ongoing",
-    TxnState.PREPARE_COMMIT: "PrepareCommit",
-    TxnState.PREPARE_ABORT: "PrepareAbort",
-    TxnState.COMPLETE_COMMIT: "CompleteCommit",
-    TxnState.COMPLETE_ABORT: "CompleteAbort",
-    TxnState.DEAD: "Dead",
-    TxnState.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
-}
-_BY_NAME = {v: k for k, v in _NAMES.items()}
 
 S = TxnState
 # TransactionState.validPreviousStates

@@ -54,7 +54,7 @@ def _coordinator(c: KafkadCluster, txn_id: str) -> int:
     return c.wait_until(found, TIMEOUT_S, "a transaction coordinator")
 
 
-def _read_committed(bootstrap: str, topic: str, expect: int) -> list[bytes]:
+def _read_committed(bootstrap: str, topic: str, expect: int, partitions: int = 3) -> list[bytes]:
     from confluent_kafka import Consumer
 
     c = Consumer(
@@ -72,7 +72,7 @@ def _read_committed(bootstrap: str, topic: str, expect: int) -> list[bytes]:
         values: list[bytes] = []
         eof: set[int] = set()
         deadline = time.monotonic() + TIMEOUT_S
-        while len(values) < expect or len(eof) < 3:
+        while len(values) < expect or len(eof) < partitions:
             assert time.monotonic() < deadline, f"read {values}, eof {eof}"
             m = c.poll(0.5)
             if m is None:
@@ -146,3 +146,52 @@ def test_coordinator_failover_kill9(
     assert sorted(_read_committed(c.bootstrap, topic, len(committed))) == sorted(committed)
     c.restart(coordinator)  # back as a follower: it loads nothing it does not lead, and logs no error
     c.wait_isr("__transaction_state", partition_for(txn_id, TXN_PARTITIONS), 3, timeout_s=90)
+
+
+def test_markers_are_retried_until_the_leader_returns(
+    zk_server: ZooKeeperServer, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    """A commit whose partition's only replica is down: EndTxn is answered (PrepareCommit is logged), the
+    marker is retried while the partition has no leader, and lands once its broker is back."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    c = kafkad_cluster(
+        zk_server.connect_string,
+        3,
+        overrides={
+            "transaction.state.log.num.partitions": str(TXN_PARTITIONS),
+            # RF 2: the broker that goes down holds no replica of the id's partition, so the commit's
+            # PrepareCommit is replicated and answered while the marker cannot land
+            "transaction.state.log.replication.factor": "2",
+        },
+    )
+    c.wait_registered([1, 2, 3], timeout_s=60)
+    c.wait_controller(timeout_s=60)
+    txn_id = "txn-retry-producer"
+    p = _producer(c.bootstrap, txn_id)
+    p.init_transactions(TIMEOUT_S)
+    coordinator = _coordinator(c, txn_id)
+    holders = c.replicas_of("__transaction_state", partition_for(txn_id, TXN_PARTITIONS))
+    lonely = next(b for b in c.ids if b not in holders)
+    topic = "txn-retry"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[lonely]])])[topic].result(60)
+    c.wait_leader(topic, 0, timeout_s=60)
+    p.begin_transaction()
+    p.produce(topic, value=b"held", partition=0)
+    p.flush(TIMEOUT_S)
+    c.kill9(lonely)
+    p.commit_transaction(TIMEOUT_S)  # answered once PrepareCommit is in __transaction_state
+
+    def state() -> str:
+        raw = Raw(c.broker(coordinator).port)
+        try:
+            d = raw.call(65, 0, {"transactional_ids": [txn_id]})["transaction_states"][0]
+        finally:
+            raw.close()
+        return str(d["transaction_state"])
+
+    assert state() == "PrepareCommit"  # the marker cannot land: its partition has no leader
+    c.restart(lonely)
+    c.wait_until(lambda: state() == "CompleteCommit", TIMEOUT_S, "the retried marker to land")
+    assert _read_committed(c.bootstrap, topic, 1, partitions=1) == [b"held"]

@@ -90,6 +90,7 @@ class TxnLogStore:
         self.loaded: set[int] = set()
         self._loading: dict[int, asyncio.Task[None]] = {}
         self._epochs: dict[int, int] = {}
+        self._ends: dict[int, int] = {}  # log end offset of each loaded partition after our last write
         self._creating: asyncio.Future[None] | None = None
         self._index: dict[str, int] = {}
 
@@ -121,6 +122,7 @@ class TxnLogStore:
         batch = bytearray(build_batch([SimpleRecord(record[0], record[1], timestamp=now)]))
         try:
             result = part.append_as_leader(memoryview(batch), now_ms=now, required_acks=-1)
+            self._ends[part.index] = part.log_end_offset
             if self.cluster:
                 await asyncio.wait_for(part.wait_replicated(result.last_offset), APPEND_TIMEOUT_S)
         except TimeoutError:
@@ -200,6 +202,12 @@ class TxnLogStore:
         if part.topic != TXN_TOPIC:
             return
         index = part.index
+        if index in self.loaded and self._ends.get(index) == part.log_end_offset:
+            # Still the leader (a new leader epoch after an ISR change) and the log holds only what this
+            # coordinator wrote: as Kafka, no new election; the coordinator epoch stays the one it loaded
+            # with, so in-flight commits go on. A log that changed meanwhile (another leader's records,
+            # a truncation) is loaded again.
+            return
         self.loaded.discard(index)
         old = self._loading.pop(index, None)
         if old is not None:
@@ -213,11 +221,11 @@ class TxnLogStore:
         task = self._loading.pop(index, None)
         if task is not None:
             task.cancel()
-        if index in self.loaded:
-            self.loaded.discard(index)
-            if self.coordinator is not None:
-                gone = [t for t in self.coordinator.txns if self.partition_of(t) == index]
-                self.coordinator.unload(gone)
+        self.loaded.discard(index)
+        if self.coordinator is not None:
+            gone = [t for t in self.coordinator.txns if self.partition_of(t) == index]
+            self.coordinator.unload(gone)
+            if gone:
                 log.info(
                     "%s-%d: no longer its leader; unloaded %d transactional ids", TXN_TOPIC, index, len(gone)
                 )
@@ -233,6 +241,7 @@ class TxnLogStore:
             self.coordinator.unload(stale)
             pending = self.coordinator.load(records)
             self._epochs[index] = epoch
+            self._ends[index] = part.log_end_offset
             self.loaded.add(index)
             log.info(
                 "%s-%d: leader at epoch %d; loaded %d records, %d transactions to complete",

@@ -309,3 +309,22 @@ def test_unload_then_requests_answer_not_coordinator(committed: bool) -> None:
         assert await env.coord.end_txn("t", pid, epoch, committed) is E.NOT_COORDINATOR
 
     run(body)
+
+
+def test_txn_verifier_answers_as_kafkas_produce_verification() -> None:
+    """KIP-890 (the txn_verifier service Produce asks): NONE for a partition in the ongoing transaction,
+    INVALID_TXN_STATE for one not added, INVALID_PRODUCER_EPOCH for a fenced producer."""
+    from kafkad.coordinator.transaction.service import TxnVerifierService
+
+    class Broker:
+        services: dict[str, Any] = {}
+
+    async def body(env: Env) -> None:
+        pid, epoch = await env.ongoing()
+        verifier = TxnVerifierService(Broker(), env.coord, env.log, None)  # type: ignore[arg-type]
+        assert await verifier.verify("t", pid, epoch, "out", 0) is E.NONE
+        assert await verifier.verify("t", pid, epoch, "out", 5) is E.INVALID_TXN_STATE
+        assert await verifier.verify("t", pid, epoch - 1, "out", 0) is E.INVALID_PRODUCER_EPOCH
+        assert await verifier.verify("nobody", pid, epoch, "out", 0) is E.INVALID_PRODUCER_ID_MAPPING
+
+    run(body)

@@ -187,14 +187,22 @@ class TxnVerifierService:
     async def verify(
         self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str, partition: int
     ) -> ErrorCode:
+        """As AddPartitionsToTxnManager answers the Produce: PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH
+        and TRANSACTION_ABORTABLE (not in the transaction) INVALID_TXN_STATE, what producers handle."""
         tp = (topic, partition)
         if (
             self.store.error_for(transactional_id) is None
             or self.broker.services.get("metadata_cache") is None
         ):
             found = self.coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])
-            return found if isinstance(found, ErrorCode) else found.get(tp, ErrorCode.TRANSACTION_ABORTABLE)
-        return await self._remote(transactional_id, producer_id, producer_epoch, tp)
+            code = found if isinstance(found, ErrorCode) else found.get(tp, ErrorCode.TRANSACTION_ABORTABLE)
+        else:
+            # In its own task: a handler's coroutine is first stepped outside any task by the dispatcher,
+            # and the channel's request timeout (asyncio.timeout) needs one.
+            code = await asyncio.ensure_future(
+                self._remote(transactional_id, producer_id, producer_epoch, tp)
+            )
+        return _VERIFY_ERRORS.get(code, code)
 
     async def _remote(self, txn_id: str, producer_id: int, epoch: int, tp: tuple[str, int]) -> ErrorCode:
         try:

@@ -194,6 +194,9 @@ class TransactionCoordinator:
             return InitResult(e.code)
         if meta is None:
             pid = await self.allocate_producer_id()
+            moved = self.log.error_for(txn_id)  # the partition may have moved during the allocation
+            if moved is not None:
+                return InitResult(moved)
             meta = self.txns.get(txn_id)  # another request may have created it meanwhile
             if meta is None:
                 meta = self.txns[txn_id] = TxnMetadata(txn_id, pid, NO_PRODUCER_EPOCH, timeout_ms)

@@ -95,3 +95,14 @@ def test_follows_leadership_and_keeps_state_across_an_epoch_bump() -> None:
         assert store.error_for(TXN) is E.NOT_COORDINATOR and TXN not in coord.txns
 
     asyncio.run(body())
+
+
+def test_partition_follows_the_topics_real_partition_count() -> None:
+    """A broker configured with another transaction.state.log.num.partitions than the topic has hashes by
+    the topic's count (as FindCoordinator does), once the metadata knows it."""
+    _, store, _ = _setup()
+    count = 0
+    store.cluster_count = lambda: count
+    assert store.partition_of("abc") == partition_for("abc", N)  # unknown yet: the configured count
+    count = 50
+    assert store.partition_of("abc") == partition_for("abc", 50) != partition_for("abc", N)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kafkad.coordinator.transaction.coordinator import KeyValue, TransactionCoordinator
@@ -92,15 +92,22 @@ class TxnLogStore:
         self._epochs: dict[int, int] = {}
         self._ends: dict[int, int] = {}  # log end offset of each loaded partition after our last write
         self._creating: asyncio.Future[None] | None = None
-        self._index: dict[str, int] = {}
+        self._index: dict[str, tuple[int, int]] = {}  # id -> (partition count, its partition)
+        # cluster mode: the topic's partition count in the metadata cache (0 until known)
+        self.cluster_count: Callable[[], int] | None = None
 
     def partition_of(self, txn_id: str) -> int:
-        index = self._index.get(txn_id)
-        if index is None:
+        """The id's partition; in a cluster by the topic's partition count as the metadata knows it (Kafka's
+        getTransactionTopicPartitionCount), so it agrees with FindCoordinator whatever this broker's config."""
+        n = self.num_partitions
+        if self.cluster_count is not None:
+            n = self.cluster_count() or n
+        found = self._index.get(txn_id)
+        if found is None or found[0] != n:
             if len(self._index) >= 65536:
                 self._index.clear()
-            index = self._index[txn_id] = partition_for(txn_id, self.num_partitions)
-        return index
+            found = self._index[txn_id] = (n, partition_for(txn_id, n))
+        return found[1]
 
     # --- TxnLog --------------------------------------------------------------------------------------------------
     def error_for(self, transactional_id: str) -> ErrorCode | None:

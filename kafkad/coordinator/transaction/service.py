@@ -74,6 +74,9 @@ async def start_transaction_coordinator(broker: Broker) -> TransactionCoordinato
     broker.services.update({SERVICE_KEY: coordinator, STORE_KEY: store, MARKERS_KEY: markers})
     broker.services[VERIFIER_KEY] = TxnVerifierService(broker, coordinator, store, markers)
     if cluster:
+        cache = broker.services.get("metadata_cache")
+        if cache is not None:
+            store.cluster_count = lambda: len(cache.partitions(TXN_TOPIC))
         broker.replicas.add_leadership_listener(store.on_leader, store.on_follower)
     else:
         await store.start()

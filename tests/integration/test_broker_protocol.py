@@ -91,6 +91,9 @@ def error_codes(body: Any) -> Iterator[int]:
 
 # SaslHandshake, SaslAuthenticate, the ACL and SCRAM credential APIs (every listener, as Kafka does).
 SECURITY_ADVERTISED = {17: (0, 1), 36: (0, 2), 29: (0, 3), 30: (0, 3), 31: (0, 3), 50: (0, 0), 51: (0, 0)}
+# Transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers, DescribeProducers,
+# DescribeTransactions, ListTransactions (Kafka 3.9's ranges).
+TXN_ADVERTISED = {24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 61: (0, 0), 65: (0, 0), 66: (0, 1)}
 
 
 def assert_alive(broker: BrokerProcess) -> None:
@@ -109,9 +112,15 @@ def test_api_versions_advertises_the_table(raw: Raw) -> None:
         got = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
         for key, rng in ADVERTISED.items():
             assert got.get(key) == rng, key
-        for key, rng in SECURITY_ADVERTISED.items():
+        for key, rng in (SECURITY_ADVERTISED | TXN_ADVERTISED).items():
             assert got.get(key) == rng, key
-        extra = set(got) - set(ADVERTISED) - set(GROUP_ADVERTISED) - set(SECURITY_ADVERTISED)
+        extra = (
+            set(got)
+            - set(ADVERTISED)
+            - set(GROUP_ADVERTISED)
+            - set(SECURITY_ADVERTISED)
+            - set(TXN_ADVERTISED)
+        )
         assert not extra, f"advertised keys outside the table: {extra}"
         for key in set(got) & set(GROUP_ADVERTISED):
             assert got[key] == GROUP_ADVERTISED[key]

@@ -229,7 +229,7 @@ async def _replicated(w: _Wait, timeout_ms: int, metrics: Any) -> None:
                 raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{w.topic}: fsync failed: {e}") from None
         if w.replicated:
             try:
-                await asyncio.wait_for(w.part.wait_replicated(w.last_offset), timeout_ms / 1000)
+                await w.part.wait_replicated(w.last_offset, timeout_ms / 1000)
             except TimeoutError:
                 raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "not replicated in time") from None
     except KafkaError as e:

@@ -63,6 +63,11 @@ class PartitionLogLike(Protocol):
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
 
 
+def _expire(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
+
+
 class Role(enum.Enum):
     LEADER = "leader"
     FOLLOWER = "follower"
@@ -403,9 +408,11 @@ class Partition:
         if self._sync_hold:
             self._advance_hw()
 
-    async def wait_replicated(self, last_offset: int) -> None:
+    async def wait_replicated(self, last_offset: int, timeout_s: float | None = None) -> None:
         """acks=-1: return once the high watermark covers `last_offset` (Kafka's DelayedProduce); raises
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min.insync.replicas.
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min.insync.replicas, TimeoutError after
+        `timeout_s`. The timeout is a timer on the waiter's own future, not asyncio.wait_for: no Task per
+        acks=-1 Produce, and the follower's fetch that moves the HW resumes the produce handler directly.
 
         The produce handler's wait starts a loop iteration after its append (asyncio.wait_for makes a
         Task): a pipelined request may have taken the partition offline or moved its leadership since,
@@ -418,15 +425,20 @@ class Partition:
                 ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{self.topic}-{self.index}: leadership changed"
             )
         if self.high_watermark <= last_offset:
-            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            fut: asyncio.Future[None] = loop.create_future()
             entry = (last_offset, fut)
             self._hw_waiters.append(entry)
+            timer = None if timeout_s is None else loop.call_later(timeout_s, _expire, fut)
             try:
                 await fut
             finally:
-                if not fut.done() or fut.cancelled():  # timed out (DelayedProduce expired): forget it
+                if timer is not None:
+                    timer.cancel()
+                if not fut.done() or fut.cancelled() or fut.exception() is not None:
+                    # timed out (DelayedProduce expired) or cancelled: forget it
                     fut.cancel()
-                    with contextlib.suppress(ValueError):  # already dropped by a completion pass
+                    with contextlib.suppress(ValueError):  # already dropped by a completion or failure pass
                         self._hw_waiters.remove(entry)
         min_isr = int(getattr(self.log.config, "min_insync_replicas", 1))
         if len(self.isr) < min_isr:

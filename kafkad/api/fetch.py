@@ -5,7 +5,8 @@ except that the first batch found is returned whole even if larger (so a consume
 progress). If fewer than min_bytes are available and max_wait_ms > 0, the request parks on one future
 that every watched partition resolves when its high watermark moves (no polling), bounded by one
 deadline timer.
-Fetch sessions (KIP-227): we answer session_id 0, which tells clients to keep sending full requests.
+Fetch sessions (KIP-227, v7+): replication/fetch_session.py, as Kafka's FetchManager; an incremental
+request is served over every partition of its session and answered with the partitions that changed.
 read_committed (isolation_level 1) consumers read up to the last stable offset and get the aborted
 transactions overlapping what they read (`_aborted`); followers and read_uncommitted up to the HW.
 A follower (replica_id >= 0) reads up to the log end and its fetch offset is its log end offset
@@ -34,6 +35,7 @@ from typing import Any
 from kafkad.cluster import topic_ids
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+from kafkad.replication import fetch_session
 from kafkad.replication.partition import Partition
 from kafkad.storage.records import legacy
 
@@ -212,17 +214,55 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
+SESSIONS_KEY = "fetch_sessions"  # broker.services: the FetchSessionCache
+
+
+def _session_cache(ctx: RequestContext) -> fetch_session.FetchSessionCache:
+    services = ctx.broker.services
+    cache: fetch_session.FetchSessionCache | None = services.get(SESSIONS_KEY)
+    if cache is None:
+        slots = ctx.broker.config.get("max.incremental.fetch.session.cache.slots")
+        cache = services[SESSIONS_KEY] = fetch_session.FetchSessionCache(int(slots))  # type: ignore[arg-type]
+    return cache
+
+
+def _session_context(
+    ctx: RequestContext, request: Request
+) -> tuple[fetch_session.FetchContext | None, Request]:
+    """The request's fetch session context (None: Fetch v0-6 or sessionless) and the request to serve:
+    for an incremental one, every partition of its session (KIP-227)."""
+    body = request.body
+    if ctx.version < fetch_session.SESSIONS_FROM_VERSION or (
+        body.get("session_id", 0) == 0 and body.get("session_epoch", -1) == fetch_session.FINAL_EPOCH
+    ):
+        return None, request  # the sessionless fetch, as before sessions: nothing to look up
+    version = ctx.version
+    follower = (body.get("replica_id", -1) if version < 15 else body["replica_state"]["replica_id"]) >= 0
+    session = fetch_session.new_context(
+        _session_cache(ctx), version, body, follower, ctx.broker.clock.time_ms()
+    )
+    if session.session is not None:
+        request = Request(request.header, {**body, "topics": session.topics})
+    return session, request
+
+
+def _session_answer(
+    ctx: RequestContext, session: fetch_session.FetchContext | None, responses: list[dict[str, Any]]
+) -> Mapping[str, Any]:
+    if session is None:
+        return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    error, session_id, responses = fetch_session.finish(
+        _session_cache(ctx), session, responses, ctx.broker.clock.time_ms()
+    )
+    return {"throttle_time_ms": 0, "error_code": int(error), "session_id": session_id, "responses": responses}
+
+
 @handler(ApiKey.FETCH, 0, 17, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
+    session, request = _session_context(ctx, request)
+    if session is not None and session.error:
+        return {"throttle_time_ms": 0, "error_code": int(session.error), "session_id": 0, "responses": []}
     body = request.body
-    session_id = body.get("session_id", 0)
-    if session_id != 0:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
-            "session_id": 0,
-            "responses": [],
-        }
     loop = asyncio.get_running_loop()
     max_wait_ms = max(0, int(body.get("max_wait_ms", 0)))
     min_bytes = int(body.get("min_bytes", 1))
@@ -254,7 +294,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     if ctx.version < 4:  # message format v0/v1 readers
         magic = 0 if ctx.version < 2 else 1
         await asyncio.to_thread(_down_convert, body, responses, magic)
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    return _session_answer(ctx, session, responses)
 
 
 def _down_convert(body: Mapping[str, Any], responses: list[dict[str, Any]], magic: int) -> None:

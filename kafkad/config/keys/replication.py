@@ -11,6 +11,15 @@ from kafkad.config.keys.declare import INT, LO, LONG, STR, ConfigKey, M, key
 
 REPLICATION_KEYS: tuple[ConfigKey, ...] = (
     key(
+        "max.incremental.fetch.session.cache.slots",
+        INT,
+        1000,
+        "Incremental fetch sessions (KIP-227) this broker keeps for followers and consumers; 0 serves every "
+        "Fetch sessionless.",
+        M,
+        at_least(0),
+    ),
+    key(
         "num.replica.fetchers",
         INT,
         1,

@@ -169,6 +169,7 @@ def fetch_body(
     pmax: int = 1 << 20,
     max_bytes: int = 1 << 20,
     session_id: int = 0,
+    session_epoch: int = -1,
 ) -> dict[str, Any]:
     return {
         "replica_id": -1,
@@ -177,7 +178,7 @@ def fetch_body(
         "max_bytes": max_bytes,
         "isolation_level": 1,
         "session_id": session_id,
-        "session_epoch": -1,
+        "session_epoch": session_epoch,
         "topics": [
             {
                 "topic": topic,
@@ -211,9 +212,32 @@ def test_fetch_slices_limits_and_out_of_range(tmp_path: Path) -> None:
     assert 10 < sum(s.size for s in small["records"]) < size
     oor = call(b, 1, 11, fetch_body("t", 5))["responses"][0]["partitions"][0]
     assert oor["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE
-    assert (
-        call(b, 1, 11, fetch_body("t", 0, session_id=7))["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-    )
+    unknown = call(b, 1, 11, fetch_body("t", 0, session_id=7, session_epoch=1))
+    assert unknown["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND and unknown["responses"] == []
+
+
+def test_fetch_sessions_serve_the_session_and_answer_what_changed(tmp_path: Path) -> None:
+    """KIP-227 through the handler: a session made at epoch 0, incremental requests listing nothing read
+    every partition of the session from its cached offsets and answer only those that changed."""
+    b = make_broker(tmp_path)
+    create(b, "t")
+    produce(b, 8, 1, batch(b"a" * 100))
+    full = call(b, 1, 11, fetch_body("t", 0, session_epoch=0))
+    sid = full["session_id"]
+    assert full["error_code"] == 0 and sid != 0 and full["responses"][0]["partitions"][0]["records"]
+    listing_nothing = {**fetch_body("t", 1, session_id=sid, session_epoch=1), "topics": []}
+    # the cached fetch offset is still 0: the records come back, HW unchanged
+    again = call(b, 1, 11, listing_nothing)
+    assert again["session_id"] == sid and again["responses"][0]["partitions"][0]["records"]
+    # the client moves its offset to the end: nothing changed, nothing answered
+    caught_up = call(b, 1, 11, fetch_body("t", 1, session_id=sid, session_epoch=2))
+    assert (caught_up["error_code"], caught_up["session_id"], caught_up["responses"]) == (0, sid, [])
+    produce(b, 8, 1, batch(b"b" * 100))
+    moved = call(b, 1, 11, {**listing_nothing, "session_epoch": 3})
+    p = moved["responses"][0]["partitions"][0]
+    assert p["high_watermark"] == 2 and b"b" * 100 in b"".join(s.read() for s in p["records"])
+    stale = call(b, 1, 11, {**listing_nothing, "session_epoch": 3})
+    assert (stale["error_code"], stale["session_id"]) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
 
 
 def test_fetch_long_poll_woken_by_append(tmp_path: Path) -> None:

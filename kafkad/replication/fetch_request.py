@@ -9,6 +9,7 @@ itself: per run of consecutive partitions of one topic, the topic's name (cached
 one struct pack. Partitions of a topic that are not consecutive make the topic appear twice, as in Kafka's
 FetchRequest.Builder; the leader answers each entry. The bytes equal the codec's for the same body (tests);
 an encoder whose self-check at construction disagrees is not used (`ok` False; the fetcher encodes).
+The fetch session's id and epoch (fetch_session_handler.py) are written into the head per frame.
 """
 
 from __future__ import annotations
@@ -21,15 +22,18 @@ from kafkad.protocol import ApiKey, RequestHeader, encode_request
 
 FETCH_VERSION = 11
 _I32 = struct.Struct(">i")
+_SESSION = struct.Struct(">ii")  # session_id, session_epoch (KIP-227)
 _PARTITION = struct.Struct(">iiqqi")  # partition, current_leader_epoch, fetch_offset, log_start, max_bytes
 
 # (topic, partition, current leader epoch, fetch_offset, log_start_offset) per partition, in request order
 FetchPartition = tuple[str, int, int, int, int]
 
 
-def fetch_body(settings: Any, partitions: Sequence[FetchPartition]) -> dict[str, Any]:
+def fetch_body(
+    settings: Any, partitions: Sequence[FetchPartition], session_id: int = 0, session_epoch: int = -1
+) -> dict[str, Any]:
     """Fetch v11's body (`settings` a FetcherConfig) with the partitions in this order; a topic's
-    consecutive partitions share one topic entry."""
+    consecutive partitions share one topic entry. Session 0 / epoch -1: sessionless (KIP-227)."""
     topics: list[dict[str, Any]] = []
     current: list[dict[str, Any]] | None = None
     last = None
@@ -53,17 +57,19 @@ def fetch_body(settings: Any, partitions: Sequence[FetchPartition]) -> dict[str,
         "min_bytes": settings.min_bytes,
         "max_bytes": settings.response_max_bytes,
         "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
+        "session_id": session_id,
+        "session_epoch": session_epoch,
         "topics": topics,
         "forgotten_topics_data": [],
         "rack_id": settings.rack,
     }
 
 
-def _codec_frame(settings: Any, client_id: str, partitions: Sequence[FetchPartition]) -> bytes:
+def _codec_frame(
+    settings: Any, client_id: str, partitions: Sequence[FetchPartition], session: tuple[int, int] = (0, -1)
+) -> bytes:
     header = RequestHeader(ApiKey.FETCH, FETCH_VERSION, 0, client_id)
-    return encode_request(header, fetch_body(settings, partitions))
+    return encode_request(header, fetch_body(settings, partitions, *session))
 
 
 class FetchEncoder:
@@ -78,8 +84,11 @@ class FetchEncoder:
         self._head = empty[4 : len(empty) - len(self._tail) - 4]  # without size prefix and topic count
         self._names: dict[str, bytes] = {}
         probe = [("t", 1, 2, 3, 4), ("t", 0, -1, 5, 0), ("u", 7, 1, 1 << 40, 9), ("t", 2, 0, 0, 0)]
-        self.ok = empty.endswith(self._tail) and bytes(self.frame(probe)) == _codec_frame(
-            settings, client_id, probe
+        self._session_at = 4 + len(self._head) - _SESSION.size  # session_id, session_epoch end the head
+        self.ok = (
+            empty.endswith(self._tail)
+            and bytes(self.frame(probe)) == _codec_frame(settings, client_id, probe)
+            and bytes(self.frame(probe, 12345, 7)) == _codec_frame(settings, client_id, probe, (12345, 7))
         )
 
     def _name(self, topic: str) -> bytes:
@@ -89,7 +98,9 @@ class FetchEncoder:
             name = self._names[topic] = struct.pack(">h", len(raw)) + raw
         return name
 
-    def frame(self, partitions: Sequence[FetchPartition]) -> bytearray:
+    def frame(
+        self, partitions: Sequence[FetchPartition], session_id: int = 0, session_epoch: int = -1
+    ) -> bytearray:
         pack = _PARTITION.pack
         max_bytes = self._max_bytes
         chunks: list[bytes] = [b"\0\0\0\0", self._head, b""]
@@ -115,4 +126,6 @@ class FetchEncoder:
         chunks.append(self._tail)
         out = bytearray().join(chunks)
         _I32.pack_into(out, 0, len(out) - 4)
+        if session_id or session_epoch != -1:
+            _SESSION.pack_into(out, self._session_at, session_id, session_epoch)
         return out

@@ -39,15 +39,21 @@ class FetchedPartition(NamedTuple):
 
 def decode_fetch_response(frame: bytearray) -> tuple[int, list[FetchedPartition]]:
     """(top-level error_code, partitions) of a Fetch v11 response frame (size prefix excluded)."""
+    error_code, _, partitions = decode_fetch_response_session(frame)
+    return error_code, partitions
+
+
+def decode_fetch_response_session(frame: bytearray) -> tuple[int, int, list[FetchedPartition]]:
+    """(top-level error_code, session_id, partitions) of a Fetch v11 response frame."""
     try:
         return _decode(memoryview(frame))
     except (struct.error, UnicodeDecodeError, ValueError) as e:
         raise ProtocolDecodeError(f"malformed Fetch v11 response: {e}") from None
 
 
-def _decode(view: memoryview) -> tuple[int, list[FetchedPartition]]:
+def _decode(view: memoryview) -> tuple[int, int, list[FetchedPartition]]:
     size = len(view)
-    _, _, error_code, _ = _HEAD.unpack_from(view, 0)
+    _, _, error_code, session_id = _HEAD.unpack_from(view, 0)
     pos = _HEAD.size
     (topics,) = _I32.unpack_from(view, pos)
     pos += 4
@@ -79,4 +85,4 @@ def _decode(view: memoryview) -> tuple[int, list[FetchedPartition]]:
             out.append(FetchedPartition(topic, index, code, hw, log_start, records))
     if pos != size:
         raise ValueError(f"{size - pos} bytes after the last partition")
-    return error_code, out
+    return error_code, session_id, out

@@ -15,7 +15,9 @@ carrying every partition it follows from that broker, in two states per partitio
   the leader wrote them) and our HW becomes min(leader's HW, our LEO). A partition that returned records
   moves to the end of the next request (Kafka's PartitionStates.updateAndMoveToEnd), so a response cut by
   max_bytes starves none. Requests are encoded by fetch_request.FetchEncoder and responses decoded by
-  fetch_response.decode_fetch_response (no schema codec on the per-fetch path).
+  fetch_response.decode_fetch_response_session (no schema codec on the per-fetch path). Fetches go in a
+  KIP-227 session (fetch_session_handler.py): after the first, a request lists only the partitions whose
+  fetch offset, log start or leader epoch moved, and the leader answers only partitions that changed.
 
 Errors: NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / UNKNOWN_TOPIC_OR_PARTITION put
 the partition aside for replica.fetch.backoff.ms (the controller's next LeaderAndIsr settles it);
@@ -36,7 +38,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError
 from kafkad.replication.broker_channel import BrokerChannel
 from kafkad.replication.fetch_request import FETCH_VERSION, FetchEncoder, fetch_body
-from kafkad.replication.fetch_response import FetchedPartition, decode_fetch_response
+from kafkad.replication.fetch_response import FetchedPartition, decode_fetch_response_session
+from kafkad.replication.fetch_session_handler import FetchSessionHandler
 from kafkad.storage.log_offline import LogIOError
 from kafkad.storage.log_sync import LogSync
 from kafkad.storage.log_types import AppendOrigin
@@ -58,6 +61,15 @@ _AWAIT_CONTROLLER = frozenset(
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+)
+
+
+_SESSION_ERRORS = frozenset(
+    {
+        ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+        ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+        ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
     }
 )
 
@@ -92,20 +104,24 @@ def _error_code(code: int) -> ErrorCode:
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
-def _from_codec(resp: dict[str, Any]) -> tuple[int, list[FetchedPartition]]:
-    """A codec-decoded Fetch response as decode_fetch_response returns it."""
-    return resp.get("error_code", 0), [
-        FetchedPartition(
-            t["topic"],
-            p["partition_index"],
-            p["error_code"],
-            p["high_watermark"],
-            p["log_start_offset"],
-            p["records"],
-        )
-        for t in resp["responses"]
-        for p in t["partitions"]
-    ]
+def _from_codec(resp: dict[str, Any]) -> tuple[int, int, list[FetchedPartition]]:
+    """A codec-decoded Fetch response as decode_fetch_response_session returns it."""
+    return (
+        resp.get("error_code", 0),
+        resp.get("session_id", 0),
+        [
+            FetchedPartition(
+                t["topic"],
+                p["partition_index"],
+                p["error_code"],
+                p["high_watermark"],
+                p["log_start_offset"],
+                p["records"],
+            )
+            for t in resp["responses"]
+            for p in t["partitions"]
+        ],
+    )
 
 
 class FetcherConfig(NamedTuple):
@@ -152,6 +168,7 @@ class ReplicaFetcher:
         self._task: asyncio.Task[None] | None = None
         self.fetches = 0  # completed Fetch requests (tests, metrics)
         self._encoder: FetchEncoder | None = None
+        self.session = FetchSessionHandler()  # KIP-227: only changed partitions are listed
         self.on_storage_error: StorageErrorHook | None = None  # FetcherManager's
         self.log_sync: LogSync | None = None  # FetcherManager's (flush.messages / flush.ms)
 
@@ -324,16 +341,27 @@ class ReplicaFetcher:
         if encoder is None:
             encoder = self._encoder = FetchEncoder(self.cfg, self.channel.client_id)
         sent = {(w[0], w[1]): (f, w[3]) for f, w in zip(follows, wanted, strict=True)}
-        if encoder.ok:
-            frame = encoder.frame(wanted)
-            sent_now = self.channel.send_raw(frame)  # connected: no coroutine or timer per fetch
-            answer = await (sent_now if sent_now is not None else self.channel.request_raw(frame))
-            error, fetched = decode_fetch_response(answer)
-        else:
-            resp = await self.channel.request(ApiKey.FETCH, FETCH_VERSION, fetch_body(self.cfg, wanted))
-            error, fetched = _from_codec(resp)
+        session = self.session
+        session_id, epoch, listed = session.build(wanted)
+        try:
+            if encoder.ok:
+                frame = encoder.frame(listed, session_id, epoch)
+                sent_now = self.channel.send_raw(frame)  # connected: no coroutine or timer per fetch
+                answer = await (sent_now if sent_now is not None else self.channel.request_raw(frame))
+                error, answered_id, fetched = decode_fetch_response_session(answer)
+            else:
+                body = fetch_body(self.cfg, listed, session_id, epoch)
+                resp = await self.channel.request(ApiKey.FETCH, FETCH_VERSION, body)
+                error, answered_id, fetched = _from_codec(resp)
+        except BaseException:
+            session.failed()  # no answer: the leader's session may be a step ahead; start a new one
+            raise
         self.fetches += 1
+        session.handle_response(error, answered_id)
         if error:
+            if error in _SESSION_ERRORS:  # the next request is a full one: nothing to back off from
+                log.info("%r: Fetch session %d: %s", self, session_id, _error_code(error).name)
+                return
             log.info("%r: Fetch error %s", self, _error_code(error).name)
             for f in follows:
                 self._delay(f)

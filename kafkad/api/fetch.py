@@ -29,7 +29,7 @@ thread after the long poll (storage/records/legacy.py), as Kafka does with messa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkad.cluster import topic_ids
@@ -214,6 +214,19 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
+def _waiter_methods(
+    ctx: RequestContext, body: Mapping[str, Any]
+) -> tuple[
+    Callable[[Partition, asyncio.Future[None]], None], Callable[[Partition, asyncio.Future[None]], None]
+]:
+    """How a parked fetch watches its partitions: a follower's (it reads to the log end) is woken by
+    appends only, a consumer's by HW moves (Kafka's DelayedFetch counts a follower's bytes to the LEO)."""
+    replica_id = body.get("replica_id", -1) if ctx.version < 15 else body["replica_state"]["replica_id"]
+    if replica_id >= 0:
+        return Partition.add_append_waiter, Partition.discard_append_waiter
+    return Partition.add_data_waiter, Partition.discard_data_waiter
+
+
 SESSIONS_KEY = "fetch_sessions"  # broker.services: the FetchSessionCache
 
 
@@ -276,15 +289,16 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         # callbacks cost ~5 us more per park). Registered right after the read with no await in
         # between, so no append can slip past unseen; the loop re-reads after every wake-up.
         woken: asyncio.Future[None] = loop.create_future()
+        add, discard = _waiter_methods(ctx, body)
         for part in watched:
-            part.add_data_waiter(woken)
+            add(part, woken)
         timer = loop.call_later(remaining, _resolve, woken)
         try:
             await woken
         finally:
             timer.cancel()
             for part in watched:
-                part.discard_data_waiter(woken)
+                discard(part, woken)
     metrics = ctx.broker.services.get("metrics")
     if metrics is not None:  # after the long poll, so a re-read is not counted twice
         for t in responses:

@@ -116,6 +116,9 @@ class Partition:
         self._followers: dict[int, FollowerState] = {}
         self._hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
+        # Followers' parked fetches: woken by appends only (they read up to the log end; a HW move brings
+        # them nothing, and waking them for it made every follower's report re-read the other's fetch)
+        self._append_waiters: set[asyncio.Future[None]] = set()
         self.offline = False  # its log failed: the ReplicaManager dropped it; no wait may park here
         # flush.messages / flush.ms (storage/log_sync.py): an append that makes an fsync due starts it here;
         # `pending_sync` is its future (read by the produce handler right after the append), and the HW
@@ -217,6 +220,7 @@ class Partition:
         self._followers = {}
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self._wake_data_waiters()
+        self._wake_append_waiters()
 
     def update_follower_position(self, replica_id: int, log_end_offset: int, now_ms: int = 0) -> None:
         """A follower fetched from `log_end_offset`: everything before it is replicated there."""
@@ -348,8 +352,10 @@ class Partition:
                     self._complete_hw_waiters(leo)
         else:
             self._advance_hw()
-        if self._data_waiters:  # followers fetch beyond the HW (empty checks: once per produce)
+        if self._data_waiters:  # consumers woken by the HW move (empty checks: once per produce)
             self._wake_data_waiters()
+        if self._append_waiters:  # followers fetch beyond the HW
+            self._wake_append_waiters()
         return result
 
     def has_ongoing_txn(self, producer_id: int) -> bool:
@@ -402,6 +408,8 @@ class Partition:
         self._advance_hw()
         if self._data_waiters:
             self._wake_data_waiters()
+        if self._append_waiters:
+            self._wake_append_waiters()
 
     def synced(self) -> None:
         """LogSync fsynced this log further: the HW held by `_sync_hold` may move."""
@@ -494,9 +502,18 @@ class Partition:
     def discard_data_waiter(self, fut: asyncio.Future[None]) -> None:
         self._data_waiters.discard(fut)
 
+    def add_append_waiter(self, fut: asyncio.Future[None]) -> None:
+        """As add_data_waiter for a follower's fetch: resolved by the next append (or a role change,
+        deletion, truncation), not by a HW move. The caller must `discard_append_waiter` it."""
+        self._append_waiters.add(fut)
+
+    def discard_append_waiter(self, fut: asyncio.Future[None]) -> None:
+        self._append_waiters.discard(fut)
+
     def wake_waiters(self) -> None:
         """Wake delayed fetches (e.g. the partition was deleted or truncated)."""
         self._wake_data_waiters()
+        self._wake_append_waiters()
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     # --- internals -------------------------------------------------------------------------------
@@ -541,5 +558,10 @@ class Partition:
 
     def _wake_data_waiters(self) -> None:
         for fut in list(self._data_waiters):
+            if not fut.done():
+                fut.set_result(None)
+
+    def _wake_append_waiters(self) -> None:
+        for fut in list(self._append_waiters):
             if not fut.done():
                 fut.set_result(None)

@@ -100,3 +100,47 @@ def test_a_leader_whose_isr_the_controller_shrinks_advances_its_hw_at_once() -> 
         assert log.high_watermark == 6
 
     asyncio.run(go())
+
+
+def test_a_followers_parked_fetch_wakes_on_appends_not_on_hw_moves() -> None:
+    """A follower reads to the log end: another follower's report moving the HW brings it nothing, so its
+    parked fetch stays parked (it was re-read once per report); an append or a role change wakes it."""
+
+    async def go() -> None:
+        log = FakeLog()
+        p = Partition(log, broker_id=1)
+        p.become_leader(1, isr=(1, 2, 3), replicas=(1, 2, 3))
+        p.append_as_leader(memoryview(b"abcd"), now_ms=0, required_acks=-1)
+        loop = asyncio.get_running_loop()
+        follower, consumer = loop.create_future(), loop.create_future()
+        p.add_append_waiter(follower)
+        p.add_data_waiter(consumer)
+        p.update_follower_position(2, 4)
+        p.update_follower_position(3, 4)
+        assert log.high_watermark == 4 and consumer.done() and not follower.done()
+        p.append_as_leader(memoryview(b"ef"), now_ms=0, required_acks=-1)
+        assert follower.done()
+        p.discard_append_waiter(follower)
+        again = loop.create_future()
+        p.add_append_waiter(again)
+        p.become_follower(2, 2)
+        assert again.done()
+
+    asyncio.run(go())
+
+
+def test_wait_replicated_times_out_on_its_own_timer_and_forgets_the_waiter() -> None:
+    async def go() -> None:
+        log = FakeLog()
+        p = Partition(log, broker_id=1)
+        p.become_leader(1, isr=(1, 2), replicas=(1, 2))
+        p.append_as_leader(memoryview(b"abcd"), now_ms=0, required_acks=-1)
+        with pytest.raises(TimeoutError):
+            await p.wait_replicated(3, 0.01)
+        assert p._hw_waiters == []
+        waiting = asyncio.ensure_future(p.wait_replicated(3, 60))
+        await asyncio.sleep(0)
+        p.update_follower_position(2, 4)
+        await asyncio.wait_for(waiting, 60)
+
+    asyncio.run(go())

@@ -52,15 +52,17 @@ def _rounds(a: argparse.Namespace, c: Any, pool: Pool, leader: int, followers: l
         got: dict[int, float] = {}
         for acks in (1, -1) if i % 2 == 0 else (-1, 1):
             topic = "prof1" if acks == 1 else "prof"
-            before = {f: (_cpu(c.broker(f).pid), _log_bytes(c, f, topic)) for f in followers}
+            before = {f: (_cpu(c.broker(f).pid), _log_bytes(c, f, topic)) for f in [leader, *followers]}
             got[acks] = _rate(a, c, pool, leader, topic, acks)
             if acks == -1:
                 spent = sum(_cpu(c.broker(f).pid) - before[f][0] for f in followers)
                 moved = sum(_log_bytes(c, f, topic) - before[f][1] for f in followers)
                 cpu = spent / (moved / (1 << 30))
+                lead_moved = _log_bytes(c, leader, topic) - before[leader][1]
+                lead_cpu = (_cpu(c.broker(leader).pid) - before[leader][0]) / (lead_moved / (1 << 30))
         print(
             f"round {i}: acks=1 {got[1]:.0f} acks=all {got[-1]:.0f} rec/s, ratio {got[-1] / got[1]:.3f}, "
-            f"followers {cpu:.2f} cpu-s/GiB",
+            f"followers {cpu:.2f} cpu-s/GiB, leader {lead_cpu:.2f} cpu-s/GiB",
             flush=True,
         )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             raws = {"leader": a.out / "profile-replication-leader.collapsed.txt"}
             raws["follower"] = a.out / "profile-replication-follower.collapsed.txt"
             pids = {"leader": c.broker(leader).pid, "follower": c.broker(followers[0]).pid}
-            spies = []
+            spies: list[subprocess.Popen[bytes]] = []
             before = {f: (_cpu(c.broker(f).pid), _log_bytes(c, f, "prof")) for f in followers}
             on_go = (
                 None if a.no_spy else lambda: spies.extend(_pyspy(pids[k], a.seconds, raws[k]) for k in raws)

@@ -51,43 +51,25 @@ def next_epoch(epoch: int) -> int:
 
 
 class CachedPartition:
-    """One partition of a session: the request fields last sent for it and the response fields last
-    answered (Kafka's CachedPartition)."""
+    """One partition of a session: the request fields last sent for it (the request's own partition
+    dict, which the read pass takes as it is) and the response fields last answered (Kafka's
+    CachedPartition)."""
 
-    __slots__ = (
-        "current_leader_epoch",
-        "fetch_offset",
-        "fetcher_log_start",
-        "high_watermark",
-        "last_fetched_epoch",
-        "local_log_start",
-        "max_bytes",
-        "partition",
-    )
+    __slots__ = ("high_watermark", "local_log_start", "req")
 
     def __init__(self, p: Mapping[str, Any]) -> None:
-        self.partition: int = p["partition"]
+        # partition, current_leader_epoch, fetch_offset, log_start_offset, partition_max_bytes, ...
+        self.req = p
         self.high_watermark = -1
         self.local_log_start = -1
-        self.update_request(p)
 
-    def update_request(self, p: Mapping[str, Any]) -> None:
-        self.max_bytes = p["partition_max_bytes"]
-        self.fetch_offset = p["fetch_offset"]
-        self.fetcher_log_start = p.get("log_start_offset", -1)
-        self.current_leader_epoch = p.get("current_leader_epoch", -1)
-        self.last_fetched_epoch = p.get("last_fetched_epoch", -1)
+    @property
+    def fetch_offset(self) -> int:
+        return int(self.req["fetch_offset"])
 
-    def request(self) -> dict[str, Any]:
-        """The request partition as the Fetch handler reads it."""
-        return {
-            "partition": self.partition,
-            "current_leader_epoch": self.current_leader_epoch,
-            "fetch_offset": self.fetch_offset,
-            "last_fetched_epoch": self.last_fetched_epoch,
-            "log_start_offset": self.fetcher_log_start,
-            "partition_max_bytes": self.max_bytes,
-        }
+    @property
+    def max_bytes(self) -> int:
+        return int(self.req["partition_max_bytes"])
 
     def must_respond(self, out: Mapping[str, Any], update: bool) -> bool:
         """Kafka's maybeUpdateResponseData: whether the response partition `out` goes into an incremental
@@ -169,7 +151,7 @@ class FetchSession:
                 parts[key] = CachedPartition(p)
                 added += 1
             else:
-                cached.update_request(p)
+                cached.req = p
                 updated += 1
         for key in forgotten:
             if parts.pop(key, None) is not None:
@@ -306,13 +288,11 @@ def new_context(
         return FetchContext(ErrorCode.INVALID_FETCH_SESSION_EPOCH, None)
     if session.uses_topic_ids != by_id:
         return FetchContext(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, None)
-    requested = [((_topic_key(t, by_id), p["partition"]), p) for t in topics for p in t["partitions"]]
-    forgotten = [
-        (_topic_key(t, by_id), index)
-        for t in body.get("forgotten_topics_data") or []
-        for index in t["partitions"]
-    ]
-    session.update(requested, forgotten)
+    name = "topic_id" if by_id else "topic"
+    session.update(
+        (((t[name], p["partition"]), p) for t in topics for p in t["partitions"]),
+        ((t[name], index) for t in body.get("forgotten_topics_data") or () for index in t["partitions"]),
+    )
     if not session.partitions:
         cache.remove(session)
         return FetchContext(ErrorCode.NONE, topics)
@@ -326,7 +306,7 @@ def _session_topics(session: FetchSession, by_id: bool) -> list[dict[str, Any]]:
     partitions are not consecutive appears more than once, as Kafka's own iteration would read them)."""
     out: list[dict[str, Any]] = []
     last: Any = None
-    current: list[dict[str, Any]] = []
+    current: list[Mapping[str, Any]] = []
     for (topic, _), cached in session.partitions.items():
         if topic != last or not out:
             current = []
@@ -336,7 +316,7 @@ def _session_topics(session: FetchSession, by_id: bool) -> list[dict[str, Any]]:
                 else {"topic": topic, "partitions": current}
             )
             last = topic
-        current.append(cached.request())
+        current.append(cached.req)
     return out
 
 

@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-spy", action="store_true", help="only the rate and the followers' CPU per GiB")
     p.add_argument("--rounds", type=int, default=3, help="with --no-spy: acks=1 / acks=all pairs")
+    p.add_argument("--override", action="append", default=[], help="broker config k=v (repeatable)")
     p.add_argument("--native", action="store_true", help="include C frames (uvloop, syscalls)")
     a = p.parse_args(argv)
     profile.NATIVE = a.native
@@ -83,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="kafkad-profile-repl-"))
     pool = Pool(1)
     try:
-        with cluster_env(work, OVERRIDES) as c:
+        overrides = {**OVERRIDES, **dict(o.split("=", 1) for o in a.override)}
+        with cluster_env(work, overrides) as c:
             leader = c.wait_controller()
             followers = [x for x in c.ids if x != leader]
             create_topic(c, "prof", [[leader, *followers]])

@@ -80,7 +80,7 @@ def test_confluent_consumer_reads_sessionless_beside_a_session(bootstrap: str) -
         k.seek_to_beginning()
         c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         seen_k: list[tuple[int, int, bytes]] = []
-        seen_c: list[tuple[int, int, bytes]] = []
+        seen_c: list[tuple[Any, Any, Any]] = []
         for r in range(ROUNDS):
             _produce_round(bootstrap, topic, r)
             want = (r + 1) * PER_ROUND

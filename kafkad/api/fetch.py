@@ -3,8 +3,8 @@
 Limits as Kafka: each partition reads at most partition_max_bytes and the response at most max_bytes,
 except that the first batch found is returned whole even if larger (so a consumer can always make
 progress). If fewer than min_bytes are available and max_wait_ms > 0, the request parks on one future
-that every watched partition resolves when its high watermark moves (no polling), bounded by one
-deadline timer.
+that every watched partition resolves when its high watermark moves (a follower's: when it appends), with
+no polling, bounded by one deadline timer.
 Fetch sessions (KIP-227, v7+): replication/fetch_session.py, as Kafka's FetchManager; an incremental
 request is served over every partition of its session and answered with the partitions that changed.
 read_committed (isolation_level 1) consumers read up to the last stable offset and get the aborted

@@ -368,5 +368,6 @@ def _incremental(
             if p["records"]:  # served: to the end of the session's order
                 parts[k] = parts.pop(k)
         if kept:
-            out.append({**t_resp, "partitions": kept})
+            t_resp["partitions"] = kept  # the read pass built it for this answer alone
+            out.append(t_resp)
     return ErrorCode.NONE, session.id, out

@@ -5,7 +5,8 @@ AddPartitionsToTxn: before v4 WRITE on the transactional id (else TRANSACTIONAL_
 every partition) and WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED,
 the coordinator not asked); v4+ is the brokers' form: CLUSTER_ACTION. AddOffsetsToTxn: WRITE on the id,
 READ on the group. EndTxn: WRITE on the id. DescribeTransactions: DESCRIBE on each id (its own entry
-errs). ListTransactions: only the ids the principal may DESCRIBE.
+errs). ListTransactions: only the ids the principal may DESCRIBE. DescribeProducers: READ on each topic
+(TOPIC_AUTHORIZATION_FAILED on each of its partitions, the handler not asked for it).
 """
 
 from __future__ import annotations
@@ -133,10 +134,42 @@ def _wrap_list_transactions(fn: Handler) -> Handler:
     return h
 
 
+def _wrap_describe_producers(fn: Handler) -> Handler:
+    async def h(ctx: RequestContext, request: Request) -> Body | None:
+        topics = list(request.body.get("topics") or ())
+        ok = [t for t in topics if allowed(ctx, Operation.READ, ResourceType.TOPIC, t["name"])]
+        if len(ok) == len(topics):
+            return await fn(ctx, request)
+        resp = await fn(ctx, Request(request.header, {**request.body, "topics": ok}))
+        if resp is None:
+            return None
+        served = {t["name"]: t for t in resp.get("topics") or ()}
+        code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        out = []
+        for t in topics:  # in the request's order, as KafkaApis answers
+            if t in ok:
+                out.append(served[t["name"]])
+                continue
+            parts = [
+                {
+                    "partition_index": p,
+                    "error_code": code,
+                    "error_message": "Topic authorization failed.",  # Kafka's ApiError(error).message
+                    "active_producers": [],
+                }
+                for p in t["partition_indexes"]
+            ]
+            out.append({"name": t["name"], "partitions": parts})
+        return {**resp, "topics": out}
+
+    return h
+
+
 WRAPPERS: Mapping[int, Callable[[Handler], Handler]] = {
     24: _wrap_add_partitions,
     25: _wrap_add_offsets,
     26: _wrap_end_txn,
     65: _wrap_describe_transactions,
     66: _wrap_list_transactions,
+    61: _wrap_describe_producers,
 }

@@ -1,7 +1,7 @@
 """Transactional-id ACLs on the coordinator's APIs, as Kafka's KafkaApis checks them: WRITE on the id for
 InitProducerId / AddPartitionsToTxn / AddOffsetsToTxn / EndTxn, WRITE on each added topic, READ on the
 group of AddOffsetsToTxn, DESCRIBE for DescribeTransactions and ListTransactions, CLUSTER_ACTION for the
-brokers' AddPartitionsToTxn v4+."""
+brokers' AddPartitionsToTxn v4+, READ on each topic for DescribeProducers."""
 
 from __future__ import annotations
 
@@ -112,6 +112,15 @@ def test_transactional_id_acls(env: Acl) -> None:
         }
         listed = send(66, {"state_filters": [], "producer_id_filters": []}, version=0)["transaction_states"]
         assert [t["transactional_id"] for t in listed] == ["tx-alice"]
+        # alice may WRITE orders but READ neither topic: DescribeProducers answers each partition denied
+        topics = [{"name": n, "partition_indexes": [0]} for n in ("orders", "secret")]
+        producers = send(61, {"topics": topics}, version=0)["topics"]
+        assert [(t["name"], [p["error_code"] for p in t["partitions"]]) for t in producers] == [
+            ("orders", [E.TOPIC_AUTHORIZATION_FAILED]),
+            ("secret", [E.TOPIC_AUTHORIZATION_FAILED]),
+        ]
     with _client(env, "admin") as admin:
         listed = admin.conn.send(66, {"state_filters": [], "producer_id_filters": []}, version=0)
         assert {t["transactional_id"] for t in listed["transaction_states"]} == {"tx-alice", "tx-other"}
+        producers = admin.conn.send(61, {"topics": [{"name": "orders", "partition_indexes": [0]}]}, version=0)
+        assert [p["error_code"] for p in producers["topics"][0]["partitions"]] == [0]

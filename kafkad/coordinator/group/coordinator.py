@@ -35,6 +35,26 @@ from kafkad.protocol.errors import ErrorCode, KafkaError
 log = logging.getLogger(__name__)
 
 
+def store_error(e: BaseException) -> ErrorCode:
+    """The error a member gets when the group's record could not be appended, as Kafka's storeGroup maps
+    the append's: NOT_ENOUGH_REPLICAS(_AFTER_APPEND), UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT ->
+    COORDINATOR_NOT_AVAILABLE; NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR -> NOT_COORDINATOR; a record too
+    large -> UNKNOWN_SERVER_ERROR. A failure that is not Kafka's (a bug here, logged as one) stays the
+    retriable COORDINATOR_NOT_AVAILABLE."""
+    if not isinstance(e, KafkaError):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if e.code in (
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if e.code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
 @dataclass(frozen=True, slots=True)
 class JoinRequest:
     group_id: str
@@ -216,13 +236,14 @@ class MembershipCoordinator(RebalanceStateMachine):
         if state is GroupState.STABLE and group.select_protocol() == old_selected:
             try:
                 self.store.write(group.group_id, [group_record(group)])
-            except Exception:
-                log.exception("group %s: persisting static member replacement", group.group_id)
-                respond(
-                    self.static_member_not_replicated(
-                        group.group_id, new_id, replaced, ErrorCode.UNKNOWN_SERVER_ERROR
+            except Exception as e:
+                if isinstance(e, KafkaError):
+                    log.warning(
+                        "group %s: persisting static member replacement failed: %s", group.group_id, e
                     )
-                )
+                else:
+                    log.exception("group %s: persisting static member replacement", group.group_id)
+                respond(self.static_member_not_replicated(group.group_id, new_id, replaced, store_error(e)))
                 return
             # the old leader id makes the current leader skip a pointless reassignment
             respond(
@@ -313,8 +334,11 @@ class MembershipCoordinator(RebalanceStateMachine):
                 self._reset_and_propagate_sync_error(group, ErrorCode.NOT_COORDINATOR)
                 self._prepare_rebalance(group, "the offsets partition moved")
                 return
-            log.exception("group %s: persisting the assignment failed", group.group_id)
-            self._reset_and_propagate_sync_error(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            if isinstance(e, KafkaError):  # an expected refusal (ISR below min.insync.replicas, storage)
+                log.warning("group %s: persisting the assignment failed: %s", group.group_id, e)
+            else:
+                log.exception("group %s: persisting the assignment failed", group.group_id)
+            self._reset_and_propagate_sync_error(group, store_error(e))
             self._prepare_rebalance(group, "could not persist the assignment")
             return
         for mid, m in group.members.items():

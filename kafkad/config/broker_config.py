@@ -144,6 +144,7 @@ class StorageSettings:
     retention_check_interval_ms: int
     flush_scheduler_interval_ms: int
     flush_offset_checkpoint_interval_ms: int
+    recovery_point_flush_ms: int
     max_bytes: int
     min_free_percent: float
     recovery_threads: int
@@ -204,6 +205,7 @@ class BrokerConfig:
             retention_check_interval_ms=st.retention_check_interval_ms,
             flush_scheduler_interval_ms=st.flush_scheduler_interval_ms,
             flush_checkpoint_interval_ms=st.flush_offset_checkpoint_interval_ms,
+            recovery_point_flush_ms=st.recovery_point_flush_ms,
             file_delete_delay_ms=int(st.topic_defaults.get("file.delete.delay.ms", "60000")),
             num_recovery_threads=st.recovery_threads,
         )
@@ -467,6 +469,7 @@ def _assemble(s: Mapping[str, Setting], warnings: tuple[str, ...]) -> BrokerConf
             retention_check_interval_ms=i("log.retention.check.interval.ms"),
             flush_scheduler_interval_ms=i("log.flush.scheduler.interval.ms"),
             flush_offset_checkpoint_interval_ms=i("log.flush.offset.checkpoint.interval.ms"),
+            recovery_point_flush_ms=i("log.recovery.point.flush.ms"),
             max_bytes=i("log.dirs.max.bytes"),
             min_free_percent=float(v("log.dirs.min.free.percent")),  # type: ignore[arg-type]
             recovery_threads=i("num.recovery.threads.per.data.dir"),

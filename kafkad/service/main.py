@@ -329,11 +329,25 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     async def checkpoint() -> None:
         await loop.run_in_executor(None, log_manager.checkpoint_all)
 
+    async def recovery_points() -> None:
+        # Fresh recovery points (log.recovery.point.flush.ms): fsync what has waited that long, through
+        # the group commit (never two flushes of one log), then checkpoint: a kill -9 or power loss
+        # re-checks only the data since, not everything since the last roll or clean stop.
+        due = log_manager.recovery_flush_pass(clock.monotonic_ms())
+        if not due:
+            return
+        sync = replicas.log_sync
+        waits = [w for plog in due if (w := sync.request(plog, plog.log_end_offset)) is not None]
+        await asyncio.gather(*waits, return_exceptions=True)  # a failed fsync took its log offline
+        await loop.run_in_executor(None, log_manager.checkpoint_recovery_points)
+
     st = config.storage
     tasks = [
         loop.create_task(_every(st.retention_check_interval_ms, "retention", retention)),
         loop.create_task(_every(min(st.flush_scheduler_interval_ms, 1000), "flush", flush)),
         loop.create_task(_every(st.flush_offset_checkpoint_interval_ms, "checkpoint", checkpoint)),
+        # Every half the age (0: never): no unflushed data waits much longer than log.recovery.point.flush.ms.
+        loop.create_task(_every((st.recovery_point_flush_ms + 1) // 2, "recovery point", recovery_points)),
         loop.create_task(server.close_idle_forever()),
     ]
     if security.tls is not None:

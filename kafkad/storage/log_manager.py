@@ -320,7 +320,13 @@ class LogManager(LogManagerPasses):
         with self._checkpoint_lock:
             self._checkpoint_all()
 
-    def _checkpoint_all(self) -> None:
+    def checkpoint_recovery_points(self) -> None:
+        """Blocking: call in executor. Write only the recovery-point checkpoint of every log dir (after
+        the background flusher moved recovery points; the other two keep their own timer)."""
+        with self._checkpoint_lock:
+            self._checkpoint_all(everything=False)
+
+    def _checkpoint_all(self, *, everything: bool = True) -> None:
         per_dir: dict[str, list[tuple[TopicPartition, Offsets]]] = {d: [] for d in self._dirs}
         for tp, plog in list(self._logs.items()):
             per_dir[self._dir_of[tp]].append((tp, plog))
@@ -332,6 +338,8 @@ class LogManager(LogManagerPasses):
                 checkpoints.write_offsets(
                     path / RECOVERY_POINT_CHECKPOINT, {tp: p.recovery_point for tp, p in entries}
                 )
+                if not everything:
+                    continue
                 checkpoints.write_offsets(
                     path / LOG_START_OFFSET_CHECKPOINT, {tp: p.log_start_offset for tp, p in entries}
                 )

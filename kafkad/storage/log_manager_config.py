@@ -22,6 +22,9 @@ class LogManagerConfig:
     flush_scheduler_interval_ms: int = 2**63 - 1
     # log.flush.offset.checkpoint.interval.ms / log.flush.start.offset.checkpoint.interval.ms
     flush_checkpoint_interval_ms: int = 60_000
+    # log.recovery.point.flush.ms (kafkad): age of unflushed data the background flusher fsyncs and
+    # checkpoints, bounding what a crash recovery CRC-checks; 0 = never (Kafka: only rolls, flush.*).
+    recovery_point_flush_ms: int = 0
     # file.delete.delay.ms (topic-level in Kafka; the broker default applies to deleted topic dirs).
     file_delete_delay_ms: int = 60_000
     # num.recovery.threads.per.data.dir
@@ -38,5 +41,7 @@ class LogManagerConfig:
             raise ValueError("log.dirs.min.free.percent must be in [0, 100)")
         if self.num_recovery_threads < 1:
             raise ValueError("num.recovery.threads.per.data.dir must be >= 1")
+        if self.recovery_point_flush_ms < 0:
+            raise ValueError("log.recovery.point.flush.ms must be >= 0")
         if self.file_delete_delay_ms < 0:
             raise ValueError("file.delete.delay.ms must be >= 0")

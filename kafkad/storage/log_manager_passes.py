@@ -260,6 +260,22 @@ class LogManagerPasses:
         """Loop-safe: the logs due a flush (flush.messages, flush.ms, a roll); run `flush_logs` on them."""
         return [plog for plog in self.logs() if plog.flush_due()]
 
+    def recovery_flush_pass(self, now_monotonic_ms: int) -> list[PartitionLog]:
+        """Loop-safe: the logs whose unflushed data the background flusher should fsync now.
+
+        log.recovery.point.flush.ms (kafkad): a log with unflushed data whose last flush is at least
+        that old. Flushing them (through the daemon's LogSync, answers never wait for it) moves their
+        recovery points, and the checkpoint written after it bounds what a crash has to CRC-check.
+        """
+        age = self.config.recovery_point_flush_ms
+        if age <= 0:
+            return []
+        return [
+            plog
+            for plog in self.logs()
+            if plog.recovery_point < plog.log_end_offset and now_monotonic_ms - plog.last_flush_ms >= age
+        ]
+
     def flush_logs(self, logs: Sequence[PartitionLog]) -> list[tuple[PartitionLog, Exception]]:
         """Blocking: call in executor. fsync the given logs (advances their recovery points).
 

@@ -579,6 +579,11 @@ class PartitionLog:
     def unflushed_messages(self) -> int:
         return self.log_end_offset - self.recovery_point
 
+    @property
+    def last_flush_ms(self) -> int:
+        """Monotonic ms of the last `flush()` (or of the open): the background flusher's age test."""
+        return self._last_flush_ms
+
     def flush_due(self) -> bool:
         """Whether flush.messages / flush.ms / a roll call for `flush()` now."""
         if self.recovery_point >= self.log_end_offset:

@@ -9,6 +9,7 @@ target) and writes bench/results/<mode>.json and PNG plots next to it. See docs/
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import shutil
@@ -102,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the work dir")
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument(
+        "--recovery-gib",
+        type=float,
+        default=None,
+        help="data size of the recovery row (default: the mode's; full mode's 10 GiB may not fit a shared box)",
+    )
+    p.add_argument(
         "--snapshot",
         action="store_true",
         help="measure the committed HEAD (with this tree's tests/bench), not a working tree others are editing",
@@ -122,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     pool = Pool(4)
     broker = start_broker(work)
     sink = start_sink(work)
-    ctx = Context(mode, SETTINGS[mode], work, pool, broker, sink)
+    settings = SETTINGS[mode]
+    if a.recovery_gib is not None:
+        settings = dataclasses.replace(settings, recovery_bytes=int(a.recovery_gib * (1 << 30)))
+    ctx = Context(mode, settings, work, pool, broker, sink)
     failed: list[str] = []
     try:
         for name in SCENARIOS:

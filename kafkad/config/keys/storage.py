@@ -111,6 +111,16 @@ LOG_KEYS: tuple[ConfigKey, ...] = (
         group="log",
     ),
     key(
+        "log.recovery.point.flush.ms",
+        LONG,
+        2000,
+        "kafkad: age of unflushed data fsynced in the background (no answer waits) and checkpointed as the "
+        "recovery point, so a crash re-checks only about that much; 0 = never (Kafka's behaviour).",
+        M,
+        at_least(0),
+        group="log",
+    ),
+    key(
         "log.index.interval.bytes",
         INT,
         4096,

@@ -25,6 +25,7 @@ import shutil
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -99,6 +100,7 @@ class LogManager(LogManagerPasses):
         self._pending: list[_Pending] = []
         self._freed: list[_Freed] = []
         self._lock = threading.Lock()  # load() and the loop may both queue deletions
+        self._recovery_flush_marks = weakref.WeakKeyDictionary()
         self._checkpoint_lock = threading.Lock()
         self.budget = BudgetState()
         self.write_gate = WriteGate(self.headroom, self.budget)  # every log's appends charge it

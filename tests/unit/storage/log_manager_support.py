@@ -34,12 +34,14 @@ def make(
     is_shipped: ShippedCheck = everything_shipped,
     log_dirs_max_bytes: int = -1,
     log_dirs_min_free_percent: float = 0.0,
+    recovery_point_flush_ms: int = 0,
 ) -> LogManager:
     """A loaded LogManager over two log dirs, tmp_path/d1 and tmp_path/d2."""
     config = LogManagerConfig(
         log_dirs=(str(tmp_path / "d1"), str(tmp_path / "d2")),
         log_dirs_max_bytes=log_dirs_max_bytes,
         log_dirs_min_free_percent=log_dirs_min_free_percent,
+        recovery_point_flush_ms=recovery_point_flush_ms,
     )
     lm = LogManager(
         config,

@@ -196,6 +196,38 @@ def test_flush_pass_by_messages_and_time(tmp_path: Path) -> None:
     assert lm.flush_pass(clock.time_ms()) == []
 
 
+def test_recovery_flush_pass_flushes_what_waited_and_checkpoints_only_recovery_points(tmp_path: Path) -> None:
+    clock = ManualClock()
+    lm = make(tmp_path, clock, recovery_point_flush_ms=2000)
+    now = clock.time_ms()
+    big = lm.create_partition("big", 0)
+    big.append(batch(3000), leader_epoch=0, now_ms=now)  # ~330 KB: over RECOVERY_FLUSH_MIN_BYTES
+    trickle = lm.create_partition("trickle", 0)
+    trickle.append(batch(1), leader_epoch=0, now_ms=now)
+    lm.create_partition("idle", 0)
+    assert lm.recovery_flush_pass(clock.monotonic_ms()) == []  # nothing has waited 2 s yet
+    clock.advance(2000)
+    due = lm.recovery_flush_pass(clock.monotonic_ms())
+    assert due == [big]  # the one-batch trickle costs recovery nothing: no fsyncs for it
+    lm.flush_logs(due)
+    lm.checkpoint_recovery_points()
+    d = tmp_path / lm.log_dir_of("big", 0)  # type: ignore[operator]
+    assert f"big 0 {big.log_end_offset}" in (d / "recovery-point-offset-checkpoint").read_text()
+    assert not (d / "log-start-offset-checkpoint").exists()  # the other checkpoints keep their timer
+    clock.advance(2000)
+    assert lm.recovery_flush_pass(clock.monotonic_ms()) == []  # flushed, and the trickle is still small
+    trickle.append(batch(3000), leader_epoch=0, now_ms=now)
+    assert lm.recovery_flush_pass(clock.monotonic_ms()) == [trickle]
+
+
+def test_recovery_flush_pass_is_off_at_zero(tmp_path: Path) -> None:
+    clock = ManualClock()
+    lm = make(tmp_path, clock)
+    lm.create_partition("big", 0).append(batch(3000), leader_epoch=0, now_ms=clock.time_ms())
+    clock.advance(3_600_000)
+    assert lm.recovery_flush_pass(clock.monotonic_ms()) == []
+
+
 def test_create_with_overrides_updates_the_topics_other_partitions(tmp_path: Path) -> None:
     lm = make(tmp_path)
     t0 = lm.create_partition("t", 0)

@@ -4,6 +4,9 @@ log manager of test_partition (our own interface) and a real FetcherManager whos
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +15,8 @@ from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.replication.fetcher import FetcherConfig, FetcherManager
 from kafkad.replication.manager import ReplicaManager
 from kafkad.replication.partition import Partition, Role
+from kafkad.storage.checkpoints import read_epochs
+from kafkad.storage.leader_epoch import CHECKPOINT_FILE, LeaderEpochCache
 from tests.unit.replication.test_partition import FakeLogManager
 
 
@@ -103,5 +108,52 @@ def test_cluster_mode_keeps_the_checkpointed_high_watermark() -> None:
         assert part is not None and part.high_watermark == 40
         assert part.read_records(40, 1000, min_one_batch=True) == "slice"
         assert plog.reads[-1][2] == 40  # a consumer on this replica reads below the HW only
+
+    asyncio.run(go())
+
+
+class _HeldExecutor(ThreadPoolExecutor):
+    """The loop's default executor, holding every job until run_all(): what the loop itself wrote shows."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.held: list[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        fut: Future[Any] = Future()
+        self.held.append((fut, fn, args))
+        return fut
+
+    def run_all(self) -> None:
+        held, self.held = self.held, []
+        for fut, fn, args in held:
+            fut.set_result(fn(*args))
+
+
+def test_becoming_leader_writes_the_epoch_checkpoints_off_the_loop(tmp_path: Path) -> None:
+    """1,000 partitions becoming leader wrote 1,000 leader-epoch checkpoints on the event loop (seconds on
+    a busy disk); the loop now only updates the caches and a thread writes the files, newest last."""
+
+    async def go() -> None:
+        held = _HeldExecutor()
+        asyncio.get_running_loop().set_default_executor(held)
+        logs = _Logs()
+        caches = []
+        for p in range(3):
+            (tmp_path / f"t-{p}").mkdir()
+            cache = LeaderEpochCache(tmp_path / f"t-{p}" / CHECKPOINT_FILE)
+            logs.create_partition("t", p).leader_epoch_cache = cache  # type: ignore[attr-defined]
+            caches.append(cache)
+        rm = ReplicaManager(logs, broker_id=1)
+        rm.enter_cluster_mode(FetcherManager(FetcherConfig(broker_id=1, backoff_ms=10), lambda: 0), lambda: 1)
+        got = rm.apply_leader_and_isr(9, 3, [_state(p, 1, 5) for p in range(3)], LIVE)
+        assert set(got.values()) == {ErrorCode.NONE}
+        assert [c.latest_epoch for c in caches] == [5, 5, 5]  # leaders at once, in memory
+        assert not any(c.path is not None and c.path.exists() for c in caches)  # the loop wrote no file
+        held.run_all()
+        assert [read_epochs(c.path) for c in caches if c.path is not None] == [[(5, 0)]] * 3
+        caches[0].truncate_from_end(0)  # a later change on the loop is written at once, and stays
+        held.run_all()
+        assert caches[0].path is not None and read_epochs(caches[0].path) == []
 
     asyncio.run(go())

@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 PS, RS = PartitionStateName, ReplicaStateName
 NO_LEADER = -1
 Elector = Callable[[TP, PartitionState], Election | None]
+# Partition state writes per ZooKeeper multi in update_states (~200 B each: far below jute.maxbuffer).
+WRITE_BATCH = 100
 
 
 class ControllerMovedError(Exception):
@@ -174,8 +176,61 @@ class PartitionOps:
                     self.ctx.leaders[tp] = fresh
             log.warning("giving up on updating the state of %s-%d after repeated version conflicts", *tp)
 
-        await _all(one(tp) for tp in tps)
+        await _all(one(tp) for tp in await self._write_batched(list(tps), change, read_first, out))
         return out
+
+    async def _write_batched(
+        self,
+        tps: list[TP],
+        change: Callable[[TP, PartitionState], PartitionState | None],
+        read_first: bool,
+        out: dict[TP, PartitionState],
+    ) -> list[TP]:
+        """update_states' first try for many partitions: the changes decided on the states at hand are
+        written WRITE_BATCH at a time, each batch one multi (the epoch check, then one conditional set per
+        partition). A ZooKeeper round trip through kazoo costs ~0.3 ms of the controller's time, so 1,000
+        single writes took 0.3-0.5 s where 10 multis take ~15 ms. All or nothing per multi: a batch whose
+        multi fails (a zkVersion that moved, a znode gone) is left to the per-partition path, which re-reads
+        and retries as before; so is every partition this pass would leave alone or does not know (that
+        path confirms such a decision on a fresh read). Returns the partitions left to that path."""
+        if len(tps) < 2:
+            return tps
+        ctx = self.ctx
+        if read_first:  # pipelined reads, as the per-partition path would do them
+            fresh = await asyncio.gather(*(self.read_state(tp) for tp in tps))
+            for tp, st in zip(tps, fresh, strict=True):
+                if st is not None:
+                    ctx.leaders[tp] = st
+        rest: list[TP] = []
+        writes: list[tuple[TP, PartitionState]] = []
+        for tp in tps:
+            cur = ctx.leaders.get(tp)
+            if cur is None:
+                if not read_first:
+                    rest.append(tp)  # unknown here: the per-partition path reads it
+                continue
+            new = change(tp, cur)
+            if new is None:
+                if not read_first:
+                    rest.append(tp)  # read_first: the fresh read already confirmed it; nothing to write
+                continue
+            writes.append((tp, new._replace(controller_epoch=ctx.epoch, zk_version=cur.zk_version)))
+
+        async def batch(chunk: list[tuple[TP, PartitionState]]) -> None:
+            ops: list[Op] = [
+                SetOp(PartitionStateZNode.path(*tp), PartitionStateZNode.encode(st), st.zk_version)
+                for tp, st in chunk
+            ]
+            try:
+                stats = await self.fenced(ops)
+            except (BadVersionError, NoNodeError):
+                rest.extend(tp for tp, _ in chunk)
+                return
+            for (tp, st), stat in zip(chunk, stats[1:], strict=True):
+                out[tp] = ctx.leaders[tp] = st._replace(zk_version=stat.version)
+
+        await _all(batch(writes[i : i + WRITE_BATCH]) for i in range(0, len(writes), WRITE_BATCH))
+        return rest
 
     # --- state bookkeeping -----------------------------------------------------------------------------
     def set_partition_state(self, tps: Iterable[TP], target: PartitionStateName) -> list[TP]:

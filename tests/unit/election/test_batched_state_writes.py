@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from kafkad.controller.controller import Controller, ControllerSettings
 from kafkad.controller.partition_ops import WRITE_BATCH
 from kafkad.zk import znodes as Z
 from kafkad.zk.client import Op
@@ -50,5 +51,42 @@ def test_a_broker_loss_writes_the_new_states_in_batched_multis() -> None:
         # ... and only the failed batch went one partition at a time: 250 single writes before
         assert len(multis) <= len(batched) + WRITE_BATCH + 1, multis
         await c.close()
+
+    asyncio.run(main())
+
+
+def test_a_new_controller_reads_each_state_once_and_takes_a_dead_broker_out_of_every_isr() -> None:
+    """The controller died with broker 1 (one appliance), a follower of every partition: its successor loads
+    the states (one read each) and takes broker 1 out of every ISR from them, not after a second read of
+    every state (1,000 gets, ~0.3 s before its first CreateTopics)."""
+
+    async def main() -> None:
+        zk, c, _ = await _setup({p: (2, 1, 3) for p in range(N)}, controller_id=1)
+        await c.close()
+        await zk.delete(Z.CONTROLLER)
+        await zk.delete(Z.BrokerIdZNode.path(1))
+        # t-7's ISR changed in ZooKeeper after the successor read it: its write fails alone and is redone
+        reads: list[str] = []
+        get = zk.get
+
+        async def counting(path: str, watch: Any = None) -> Any:
+            reads.append(path)
+            got = await get(path, watch)
+            if path == Z.PartitionStateZNode.path("t", 7) and reads.count(path) == 1:
+                st7 = _state(zk, 7)
+                await zk.set(path, Z.PartitionStateZNode.encode(st7._replace(isr=(2, 1))))
+            return got
+
+        zk.get = counting  # type: ignore[method-assign]
+        successor = Controller(zk, 2, ControllerSettings(auto_leader_rebalance=False))  # type: ignore[arg-type]
+        successor.start()
+        await _until(
+            lambda: successor.active and all(1 not in _state(zk, p).isr for p in range(N)),
+            "broker 1 out of every ISR",
+        )
+        assert _state(zk, 7).isr == (2,) and _state(zk, 0).isr == (2, 3)
+        state_reads = [r for r in reads if r.endswith("/state")]
+        assert len(state_reads) == N + 1, len(state_reads)  # each once, t-7 twice (its write failed)
+        await successor.close()
 
     asyncio.run(main())

@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +59,18 @@ def _setup_logging(level: str) -> None:
         logging_setup.configure(level)
     except Exception:
         logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+
+
+def _since_exec() -> str:
+    """Seconds since this process started (/proc/self/stat), interpreter start-up and imports included:
+    the restart figure a supervisor sees (issue 21 goal 2); '?' where /proc has no answer."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in ticks since boot
+        return f"{time.clock_gettime(time.CLOCK_BOOTTIME) - started:.2f} s"
+    except (OSError, ValueError, IndexError):
+        return "?"
 
 
 async def _every(interval_ms: int, what: str, step: Callable[[], Awaitable[None]]) -> None:
@@ -296,12 +310,14 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         await cluster.start(broker)
     ops.ready(serving)
     log.info(
-        "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s",
+        "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s; %s after exec (logs %.2f s)",
         __version__,
         broker_id,
         cluster_id,
         n,
         ", ".join(f"{h}:{p}" for h, p in bound),
+        _since_exec(),
+        log_manager.load_stats.seconds if log_manager.load_stats is not None else 0.0,
     )
 
     producer_expiration_ms = int(config.get("producer.id.expiration.ms"))  # type: ignore[arg-type]

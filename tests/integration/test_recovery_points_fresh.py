@@ -3,11 +3,13 @@
 With Kafka's defaults nothing is fsynced until a segment rolls or the broker stops, so a kill -9 after a
 bulk load CRC-checks everything since. kafkad fsyncs data that waited log.recovery.point.flush.ms (2 s
 by default) in the background and checkpoints the recovery point: the checkpoint must reach the log
-end without any flush setting, roll or stop, and a kill -9 then must still serve every record.
+end without any flush setting, roll or stop, and a kill -9 then must still serve every record. The
+started line reports the restart's time since exec (what a supervisor waits), logs included.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -50,3 +52,5 @@ def test_recovery_point_reaches_the_log_end_without_flush_settings(tmp_path: Pat
         b.start()
         got = client.consume(b.bootstrap, "fresh", 1, RECORDS)
         assert [g.offset for g in got] == list(range(RECORDS))
+        # the started line says how long the restart took, interpreter start-up included
+        assert re.search(r" started: .*; [0-9.]+ s after exec \(logs [0-9.]+ s\)", b.log_text()), b.log_text()

@@ -106,7 +106,7 @@ def _binding(c: Mapping[str, Any]) -> AclBinding | str:
 
 
 async def _store(ctx: RequestContext, bindings: list[AclBinding]) -> None:
-    await ctx.broker.services["security"].acl_store.save(bindings)
+    await ctx.broker.security_runtime().acl_store.save(bindings)
 
 
 def _create_error(request: Request, code: ErrorCode) -> Mapping[str, Any]:

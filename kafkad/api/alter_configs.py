@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.api.broker import Broker
-from kafkad.config.dynamic import SERVICE_KEY as DYNAMIC_SERVICE
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.protocol.config_resources import ResourceType
@@ -19,7 +18,7 @@ BROKER = ResourceType.BROKER
 
 async def _alter_broker(broker: Broker, name: str, configs: list[dict[str, Any]], validate: bool) -> None:
     """Legacy AlterConfigs replaces the entity's whole dynamic set (what kafkad-configs --alter sends)."""
-    dynamic = broker.services.get(DYNAMIC_SERVICE)
+    dynamic = broker.dynamic_config
     if dynamic is None:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "dynamic broker configs are not available")
     new: dict[str, str] = {}

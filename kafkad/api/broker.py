@@ -7,9 +7,9 @@ Metadata, Produce and CreateTopics agree on them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkad.clock import Clock
 from kafkad.cluster.producer_ids import ProducerIdManager
@@ -18,6 +18,19 @@ from kafkad.config.defs import ListenerSpec
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.protocol.topic_names import INTERNAL_TOPICS, topic_name_error
 from kafkad.replication.manager import ReplicaManager
+
+if TYPE_CHECKING:
+    from kafkad.cluster.replication_service import ReplicationService
+    from kafkad.config.dynamic import DynamicBrokerConfig
+    from kafkad.coordinator.group.group_coordinator import GroupCoordinator
+    from kafkad.coordinator.group.log_store import LogGroupStore
+    from kafkad.coordinator.group.ownership import GroupOwnership
+    from kafkad.replication.partition import Partition
+    from kafkad.security.runtime import SecurityRuntime
+    from kafkad.service.bridge_service import BridgeService
+    from kafkad.service.log_cleaner_task import CleanerService
+    from kafkad.service.metrics import BrokerMetrics
+    from kafkad.service.netlink import InterfaceAddresses
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +44,32 @@ class Broker:
     producer_ids: ProducerIdManager
     broker_id: int
     cluster_id: str
-    # Extension point for later subsystems (group coordinator, controller, metrics): name -> object.
+    # Services without a typed field yet (a subsystem being added): name -> object. Every service a
+    # handler uses has its field below; give a new one a field when it lands.
     services: dict[str, Any] = field(default_factory=dict)
     stopping: bool = False
     # kafkad.security.acl.Authorizer when authorizer.class.name is set; None = every request allowed.
     authorizer: Any = None
+    # The services, set once where they start (service/main.py and the rooms' start functions); None
+    # where the configuration runs none (no metrics listener, no bridge, standalone's replication).
+    security: SecurityRuntime | None = None
+    metrics: BrokerMetrics | None = None
+    dynamic_config: DynamicBrokerConfig | None = None
+    interfaces: InterfaceAddresses | None = None  # listeners named by interface: eth0 -> its address
+    cleaner: CleanerService | None = None
+    bridge: BridgeService | None = None
+    group_coordinator: GroupCoordinator | None = None
+    group_store: LogGroupStore | None = None
+    # cluster mode: which groups this broker coordinates (follows __consumer_offsets leadership)
+    group_ownership: GroupOwnership | None = None
+    replication: ReplicationService | None = None
+    # replica.selector.class (KIP-392): (partition, client rack) -> the replica a consumer should read
+    replica_selector: Callable[[Partition, str], int] | None = None
+
+    def security_runtime(self) -> SecurityRuntime:
+        """The security services (service/main.py sets them before the listeners open)."""
+        assert self.security is not None
+        return self.security
 
     @property
     def advertised(self) -> tuple[ListenerSpec, ...]:
@@ -59,7 +93,7 @@ class Broker:
     def advertised_host_port(self, listener: str | None = None) -> tuple[str, int]:
         spec = self.advertised_spec(listener) if len(self.advertised) > 1 else self.advertised[0]
         host = spec.host
-        interfaces = self.services.get("interfaces")  # netlink.InterfaceAddresses: eth0 -> its address
+        interfaces = self.interfaces
         if interfaces is not None:
             host = interfaces.advertise(host)
         if host in ("", "0.0.0.0", "::"):

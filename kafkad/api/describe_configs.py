@@ -12,7 +12,6 @@ from typing import Any
 from kafkad.api.broker import Broker
 from kafkad.config.docs import describe_broker, describe_source
 from kafkad.config.dynamic import DEFAULT_ENTITY
-from kafkad.config.dynamic import SERVICE_KEY as DYNAMIC_SERVICE
 from kafkad.config.keys.kafka_only import KAFKA_ONLY_KEYS
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
@@ -81,10 +80,11 @@ def _topic_configs(broker: Broker, overrides: dict[str, str], synonyms: bool) ->
 
 def _broker_configs(broker: Broker) -> list[dict[str, Any]]:
     rows = [_entry(r.name, r.value, r.read_only, r.source, []) for r in describe_broker(broker.config)]
-    dynamic = broker.services.get(DYNAMIC_SERVICE)
+    dynamic = broker.dynamic_config
     own = dynamic.configs_of(str(broker.broker_id)) if dynamic is not None else {}
     default = dynamic.configs_of(DEFAULT_ENTITY) if dynamic is not None else {}
     for key in KAFKA_ONLY_KEYS.values():
+        value: str | None
         if key.name in own:
             value, source = own[key.name], DescribeSource.DYNAMIC_BROKER_CONFIG
         elif key.name in default:
@@ -97,7 +97,7 @@ def _broker_configs(broker: Broker) -> list[dict[str, Any]]:
 
 def _default_entity_configs(broker: Broker) -> list[dict[str, Any]]:
     """The cluster-wide dynamic default (resource name ""): only its own keys, as Kafka describes it."""
-    dynamic = broker.services.get(DYNAMIC_SERVICE)
+    dynamic = broker.dynamic_config
     configs = dynamic.configs_of(DEFAULT_ENTITY) if dynamic is not None else {}
     return [
         _entry(k, v, False, DescribeSource.DYNAMIC_DEFAULT_BROKER_CONFIG, [])

@@ -40,7 +40,7 @@ from kafkad.replication.partition import Partition
 from kafkad.storage.records import legacy
 
 DEBUGGING_CONSUMER_ID = -2  # Kafka's: reads any replica up to its HW (kafkad-replica-verification)
-SELECTOR_KEY = "replica_selector"  # cluster mode with replica.selector.class: (partition, rack) -> replica
+
 READ_COMMITTED = 1
 _NO_ABORTED: list[Any] = []
 
@@ -91,14 +91,14 @@ def _read_all(
     # Reads a follower may serve: Kafka's debugging consumer, and consumers at v11+ (KIP-392), up to its HW.
     from_any_replica = replica_id == DEBUGGING_CONSUMER_ID or (replica_id == -1 and ctx.version >= 11)
     client_rack = body.get("rack_id") or ""
-    selector = ctx.broker.services.get(SELECTOR_KEY) if client_rack and not follower else None
+    selector = ctx.broker.replica_selector if client_rack and not follower else None
     now_ms = ctx.broker.clock.time_ms() if follower else 0
     budget = max(0, int(body.get("max_bytes", 0x7FFFFFFF)))
     total = 0
     errors = False
     watched: list[Partition] = []
     responses = []
-    metrics = ctx.broker.services.get("metrics")
+    metrics = ctx.broker.metrics
     # Kafka: null for read_uncommitted, the list of aborted transactions for read_committed (one shared,
     # never mutated empty list unless a read finds some).
     committed = body.get("isolation_level", 0) == READ_COMMITTED and not follower
@@ -299,7 +299,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
             timer.cancel()
             for part in watched:
                 discard(part, woken)
-    metrics = ctx.broker.services.get("metrics")
+    metrics = ctx.broker.metrics
     if metrics is not None:  # after the long poll, so a re-read is not counted twice
         for t in responses:
             for p in t["partitions"]:

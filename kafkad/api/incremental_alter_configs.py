@@ -22,7 +22,6 @@ from typing import Any
 from kafkad.api.broker import Broker
 from kafkad.config.defs import ConfigType as BrokerConfigType
 from kafkad.config.dynamic import DEFAULT_ENTITY
-from kafkad.config.dynamic import SERVICE_KEY as DYNAMIC_SERVICE
 from kafkad.config.keys.kafka_only import KAFKA_ONLY_KEYS
 from kafkad.config.table import KEYS_BY_NAME
 from kafkad.network.registry import RequestContext, handler
@@ -121,7 +120,7 @@ async def _alter_topic(broker: Broker, topic: str, ops: Sequence[Mapping[str, An
 
 
 async def _alter_broker(broker: Broker, name: str, ops: Sequence[Mapping[str, Any]], validate: bool) -> None:
-    dynamic = broker.services.get(DYNAMIC_SERVICE)
+    dynamic = broker.dynamic_config
     if dynamic is None:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "dynamic broker configs are not available")
     entity = dynamic.entity(name)

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.coordinator.group import JoinRequest, JoinResult, Protocol
-from kafkad.coordinator.group.ownership import SERVICE_KEY as OWNERSHIP_KEY
 from kafkad.coordinator.group.ownership import check_coordinator, commit_replicated
 from kafkad.coordinator.group.service import ready_coordinator
 from kafkad.network.registry import RequestContext, handler
@@ -73,7 +72,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
 
     coordinator.join_group(req, respond)
     result = await fut
-    own = ctx.broker.services.get(OWNERSHIP_KEY)
+    own = ctx.broker.group_ownership
     if own is not None and result.replaced is not None and result.error is ErrorCode.NONE:
         failed = await commit_replicated(own, req.group_id, timed_out=ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if failed is not None:

@@ -12,7 +12,6 @@ from typing import Any
 
 from kafkad.coordinator.group import GroupCoordinator, OffsetCommit
 from kafkad.coordinator.group.group_coordinator import PendingCommit
-from kafkad.coordinator.group.ownership import SERVICE_KEY as OWNERSHIP_KEY
 from kafkad.coordinator.group.ownership import GroupOwnership, check_coordinator, commit_replicated
 from kafkad.coordinator.group.service import coordinator_if_ready, ready_coordinator
 from kafkad.network.registry import RequestContext, handler
@@ -70,7 +69,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 p.get("committed_leader_epoch", -1),
                 p.get("committed_metadata"),
             )
-    own = ctx.broker.services.get(OWNERSHIP_KEY)  # cluster mode: answer once the offsets are replicated
+    own = ctx.broker.group_ownership  # cluster mode: answer once the offsets are replicated
     group_id = b["group_id"] or ""
     pending = None if own is None else PendingCommit()
     results = coordinator.commit_offsets(

@@ -319,7 +319,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | N
         verifier = broker.services.get(VERIFIER_KEY)
         if verifier is not None:
             refused = await _verify_txn(broker, body, txn_id, verifier)
-    metrics = broker.services.get("metrics")  # once per request, not per partition
+    metrics = broker.metrics  # once per request, not per partition
     waits: list[_Wait] = []
     responses = []
     # Every partition is appended first, then the acks=-1 waits (if any) run concurrently, as Kafka's

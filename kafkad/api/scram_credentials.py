@@ -22,7 +22,7 @@ from kafkad.security.authz import require_cluster
 
 
 def _store(ctx: RequestContext) -> Any:
-    return ctx.broker.services["security"].credentials
+    return ctx.broker.security_runtime().credentials
 
 
 def _describe_error(_request: Request, code: ErrorCode) -> Mapping[str, Any]:

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.coordinator.group import SyncResult
-from kafkad.coordinator.group.ownership import SERVICE_KEY as OWNERSHIP_KEY
 from kafkad.coordinator.group.ownership import check_coordinator, commit_replicated
 from kafkad.coordinator.group.service import coordinator_for
 from kafkad.network.registry import RequestContext, handler
@@ -37,7 +36,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         respond,
     )
     result = await fut
-    own = ctx.broker.services.get(OWNERSHIP_KEY)  # cluster mode: answer once the assignment is replicated
+    own = ctx.broker.group_ownership  # cluster mode: answer once the assignment is replicated
     if own is not None and result.error is ErrorCode.NONE:
         failed = await commit_replicated(
             own, b["group_id"] or "", timed_out=ErrorCode.COORDINATOR_NOT_AVAILABLE

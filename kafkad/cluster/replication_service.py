@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SERVICE_KEY = "replication"
 CACHE_KEY = "metadata_cache"
 
 
@@ -87,7 +86,7 @@ def _install_selector(broker: Broker, cache: MetadataCache) -> None:
     def select(part: Partition, client_rack: str) -> int:
         return preferred_read_replica(part, client_rack, own_rack, rack_of)
 
-    broker.services["replica_selector"] = select
+    broker.replica_selector = select
 
 
 async def start_replication(broker: Broker) -> ReplicationService:
@@ -120,6 +119,6 @@ async def start_replication(broker: Broker) -> ReplicationService:
         loop.create_task(_every(max(1, lag_ms // 2), "ISR shrink", lambda: replicas.shrink_isrs(lag_ms)))
     )
     service.tasks.append(loop.create_task(_every(checkpoint_ms, "HW checkpoint", checkpoint)))
-    broker.services[SERVICE_KEY] = service
+    broker.replication = service
     log.info("cluster mode: %d partitions wait for the controller", len(replicas.all_partitions()))
     return service

@@ -29,7 +29,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafkad.config.broker_config import BrokerConfig, ConfigError, Origin, build_config
 from kafkad.config.defs import ConfigSource
@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ENTITY = "<default>"
 STORE_FILE = "dynamic-broker-configs.json"
-SERVICE_KEY = "dynamic_config"
 
 _DYNAMIC_EXTRA = (
     "log.retention.ms",
@@ -160,7 +159,7 @@ def check_keys(configs: Mapping[str, str], cluster_default: bool = False) -> Non
 
 
 class DynamicBrokerConfig:
-    """broker.services["dynamic_config"]: the dynamic layers of one broker and their live application."""
+    """broker.dynamic_config: the dynamic layers of one broker and their live application."""
 
     def __init__(self, broker: Broker, static: BrokerConfig, store: DynamicConfigStore, entities: Entities):
         self.broker = broker
@@ -237,10 +236,10 @@ def apply(broker: Broker, new: BrokerConfig) -> None:
     lm.config = dataclasses.replace(
         lm.config, log_dirs_max_bytes=st.max_bytes, log_dirs_min_free_percent=st.min_free_percent
     )
-    cleaner: Any = broker.services.get("cleaner")
+    cleaner = broker.cleaner
     if cleaner is not None:
         cleaner.backoff_s = max(int(new.get("log.cleaner.backoff.ms")), 1) / 1000  # type: ignore[arg-type]
-    bridge: Any = broker.services.get("bridge")
+    bridge = broker.bridge
     if bridge is not None and new.bridge.rate_limit_bytes_per_sec != old.bridge.rate_limit_bytes_per_sec:
         bridge.shipper.set_rate_limit(new.bridge.rate_limit_bytes_per_sec)
 

@@ -1,4 +1,4 @@
-"""The broker's security services in one place (broker.services["security"]): TLS contexts and their
+"""The broker's security services in one place (Broker.security): TLS contexts and their
 reload, per-connection sessions, the SCRAM credential store and the authorizer.
 
 Standalone, credentials and ACLs are local files in the first log dir; in cluster mode `use_zookeeper`

@@ -130,7 +130,7 @@ async def _watch_interfaces(config: BrokerConfig, broker: Broker, server: Server
         return None
     loop = asyncio.get_running_loop()
     addresses = netlink.InterfaceAddresses(await loop.run_in_executor(None, netlink.resolve_ipv4, names))
-    broker.services["interfaces"] = addresses
+    broker.interfaces = addresses
     log.info("interface listeners: %s", ", ".join(f"{n}={addresses.get(n)}" for n in names))
     rebinds: set[asyncio.Task[None]] = set()  # referenced until done, so none is collected mid-way
 
@@ -167,7 +167,6 @@ def _start_cleaner(config: BrokerConfig, log_manager: LogManager, clock: Clock) 
 
 
 async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Event | None = None) -> int:
-    from kafkad.config.dynamic import SERVICE_KEY as DYNAMIC_SERVICE
     from kafkad.config.dynamic import DynamicBrokerConfig, load_layered
     from kafkad.service.health import OpsRuntime
     from kafkad.storage.disk_budget import everything_shipped
@@ -243,10 +242,9 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     producer_ids = ProducerIdManager(dirs, config.server.producer_id_block_size)
     await loop.run_in_executor(None, producer_ids.load)
     broker = Broker(config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id)
-    if metrics is not None:
-        broker.services["metrics"] = metrics
-    broker.services[DYNAMIC_SERVICE] = DynamicBrokerConfig(broker, static_config, dyn_store, dyn_entities)
-    broker.services["security"] = security
+    broker.metrics = metrics
+    broker.dynamic_config = DynamicBrokerConfig(broker, static_config, dyn_store, dyn_entities)
+    broker.security = security
     broker.authorizer = security.authorizer
     if security.tls is not None:
         try:
@@ -302,7 +300,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         security=security if not config.security.plaintext_only else None,
     )
     watcher = await _watch_interfaces(config, broker, server)
-    interfaces = broker.services.get("interfaces")
+    interfaces = broker.interfaces
     bound = await server.start(config.server.listeners, interfaces.bind_host if interfaces else None)
     if watcher is not None:
         await loop.run_in_executor(None, watcher.start)
@@ -369,7 +367,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     if security.tls is not None:
         tasks.append(loop.create_task(security.tls.watch()))
     cleaner = _start_cleaner(config, log_manager, clock)
-    broker.services["cleaner"], broker.services["bridge"] = cleaner, bridge  # live dynamic configs
+    broker.cleaner, broker.bridge = cleaner, bridge  # live dynamic configs
 
     await stop.wait()
     log.info("shutting down")

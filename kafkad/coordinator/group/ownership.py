@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SERVICE_KEY = "group_ownership"
 COMMIT_TIMEOUT_S = 5.0  # Kafka's offsets.commit.timeout.ms default
 
 
@@ -106,7 +105,7 @@ class GroupOwnership:
 def check_coordinator(broker: Broker, group_id: str) -> None:
     """Raise KafkaError(NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS) for a group coordinated elsewhere
     (cluster mode only; standalone coordinates everything)."""
-    own: GroupOwnership | None = broker.services.get(SERVICE_KEY)
+    own = broker.group_ownership
     if own is not None:
         code = own.error_for(group_id)
         if code is not None:
@@ -143,13 +142,13 @@ async def commit_replicated(
 
 
 def group_error(broker: Broker, group_id: str) -> ErrorCode | None:
-    own: GroupOwnership | None = broker.services.get(SERVICE_KEY)
+    own = broker.group_ownership
     return None if own is None else own.error_for(group_id)
 
 
 def install(broker: Broker) -> GroupOwnership:
     """Cluster mode: follow __consumer_offsets leadership (before any LeaderAndIsr arrives)."""
     own = GroupOwnership(broker, broker.config.group.offsets_topic_num_partitions)
-    broker.services[SERVICE_KEY] = own
+    broker.group_ownership = own
     broker.replicas.add_leadership_listener(own.on_leader, own.on_follower)
     return own

@@ -1,4 +1,4 @@
-"""Wiring of the group coordinator into a running broker (`Broker.services["group_coordinator"]`).
+"""Wiring of the group coordinator into a running broker (`Broker.group_coordinator` and `Broker.group_store`).
 
 `coordinator_for(broker)` returns the broker's coordinator, building it on first use: if the
 __consumer_offsets topic exists its records are replayed into the coordinator, and the offsets expiry
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SERVICE_KEY = "group_coordinator"
-
 
 def group_config(broker_group: Any) -> GroupConfig:
     """The daemon's typed `config.group` (kafkad.config.broker_config.GroupConfig) -> ours."""
@@ -43,9 +41,6 @@ def group_config(broker_group: Any) -> GroupConfig:
         group_max_session_timeout_ms=broker_group.max_session_timeout_ms,
         group_max_size=broker_group.max_size,
     )
-
-
-STORE_KEY = "group_offsets_store"
 
 
 def _build(broker: Broker) -> tuple[GroupCoordinator, LogGroupStore]:
@@ -69,14 +64,13 @@ def _build(broker: Broker) -> tuple[GroupCoordinator, LogGroupStore]:
 
 
 def coordinator_for(broker: Broker) -> GroupCoordinator:
-    existing: GroupCoordinator | None = broker.services.get(SERVICE_KEY)
+    existing = broker.group_coordinator
     if existing is not None:
         return existing
     coordinator, store = _build(broker)
     coordinator.load(store.replay())
     coordinator.start_expiry()
-    broker.services[SERVICE_KEY] = coordinator
-    broker.services[STORE_KEY] = store
+    broker.group_coordinator, broker.group_store = coordinator, store
     return coordinator
 
 
@@ -84,7 +78,8 @@ async def ready_coordinator(broker: Broker) -> GroupCoordinator:
     """The coordinator once __consumer_offsets exists, creating it if needed (raises KafkaError
     COORDINATOR_NOT_AVAILABLE if that fails). Returns without suspending once the topic is there."""
     coordinator = coordinator_for(broker)
-    store: LogGroupStore = broker.services[STORE_KEY]
+    store = broker.group_store
+    assert store is not None  # coordinator_for made it
     if not store.ready:
         await store.ensure_topic()
     return coordinator
@@ -92,43 +87,40 @@ async def ready_coordinator(broker: Broker) -> GroupCoordinator:
 
 def coordinator_if_ready(broker: Broker) -> GroupCoordinator | None:
     """ready_coordinator's answer when it has one without waiting (the per-commit path), else None."""
-    store: LogGroupStore | None = broker.services.get(STORE_KEY)
+    store = broker.group_store
     if store is None or not store.ready:
         return None
-    coordinator: GroupCoordinator = broker.services[SERVICE_KEY]
-    return coordinator
+    return broker.group_coordinator
 
 
 def hidden_topics(broker: Broker) -> frozenset[str]:
     """Topics Metadata must not show yet: __consumer_offsets while it is being created."""
-    store: LogGroupStore | None = broker.services.get(STORE_KEY)
+    store = broker.group_store
     if store is None or store.ready:
         return frozenset()
     return frozenset({OFFSETS_TOPIC})
 
 
 async def start_group_coordinator(broker: Broker) -> GroupCoordinator:
-    existing: GroupCoordinator | None = broker.services.get(SERVICE_KEY)
+    existing = broker.group_coordinator
     if existing is not None:
         return existing
     coordinator, store = _build(broker)
     records: list[KeyValue] = await asyncio.get_running_loop().run_in_executor(
         None, lambda: list(store.replay())
     )
-    if SERVICE_KEY in broker.services:  # a request built one meanwhile
-        coordinator_existing: GroupCoordinator = broker.services[SERVICE_KEY]
-        return coordinator_existing
+    if broker.group_coordinator is not None:  # a request built one meanwhile
+        return broker.group_coordinator
     coordinator.load(records)
     coordinator.start_expiry()
-    broker.services[SERVICE_KEY] = coordinator
-    broker.services[STORE_KEY] = store
+    broker.group_coordinator, broker.group_store = coordinator, store
     return coordinator
 
 
 def stop_group_coordinator(broker: Broker) -> None:
-    store: LogGroupStore | None = broker.services.pop(STORE_KEY, None)
+    store, broker.group_store = broker.group_store, None
     if store is not None:
         store.close()
-    coordinator: GroupCoordinator | None = broker.services.pop(SERVICE_KEY, None)
+    coordinator, broker.group_coordinator = broker.group_coordinator, None
     if coordinator is not None:
         coordinator.stop()

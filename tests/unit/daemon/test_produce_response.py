@@ -50,7 +50,7 @@ def test_success_response_encodes_schema_defaults(tmp_path: Path) -> None:
     b = make_broker(tmp_path)
     create(b, "t")
     metrics = RecordingMetrics()
-    b.services["metrics"] = metrics
+    b.metrics = metrics  # type: ignore[assignment]
     produce(b, 8, 1, batch(b"a"))
     body = produce(b, 8, 1, batch(b"b", b"c"))
     header = RequestHeader(0, 8, 7, "test")
@@ -115,7 +115,7 @@ def test_acks_all_timeout_and_leadership_loss_fail_only_their_partition(tmp_path
     create(b, "t")
     create(b, "u")
     metrics = RecordingMetrics()
-    b.services["metrics"] = metrics
+    b.metrics = metrics  # type: ignore[assignment]
     t = b.replicas.get_or_raise("t", 0)
     t.become_leader(1, isr=(0, 5), replicas=(0, 5))
 

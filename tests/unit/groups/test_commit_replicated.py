@@ -12,7 +12,7 @@ from typing import Any
 
 from kafkad.api.broker import Broker
 from kafkad.coordinator.group.config import OFFSETS_TOPIC
-from kafkad.coordinator.group.ownership import SERVICE_KEY, GroupOwnership
+from kafkad.coordinator.group.ownership import GroupOwnership
 from kafkad.network.registry import REGISTRY, RequestContext
 from kafkad.protocol import ApiKey, ErrorCode, Request, RequestHeader
 from kafkad.replication.partition import Partition
@@ -33,7 +33,7 @@ def cluster_broker(tmp_path: Path, isr: list[int]) -> tuple[Broker, Partition]:
     part.become_leader(1, isr=isr, replicas=[0, 2])
     own = GroupOwnership(b, 1)
     own.loaded.add(0)
-    b.services[SERVICE_KEY] = own
+    b.group_ownership = own
     return b, part
 
 

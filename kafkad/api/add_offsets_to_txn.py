@@ -22,7 +22,7 @@ def offsets_partition(ctx: RequestContext, group_id: str) -> int:
     cache = broker.services.get("metadata_cache")
     n = len(cache.partitions(OFFSETS_TOPIC)) if cache is not None else 0
     if not n:
-        store = broker.services.get("group_offsets_store")
+        store = broker.group_store
         n = store.num_partitions if store is not None else broker.config.group.offsets_topic_num_partitions
     return partition_for(group_id, n)
 

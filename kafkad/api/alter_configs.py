@@ -1,9 +1,9 @@
-"""AlterConfigs (33) v0-2: replace a topic's overrides (persisted by storage) or a broker entity's dynamic
-configs (config/dynamic.py: live keys only, others refused as Kafka does)."""
+"""AlterConfigs (33) v0-2: replace a topic's overrides (through the control plane: stored by storage
+standalone, ZooKeeper's /config/topics in a cluster) or a broker entity's dynamic configs
+(config/dynamic.py: live keys only, others refused as Kafka does)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,10 +32,7 @@ async def _alter_broker(broker: Broker, name: str, configs: list[dict[str, Any]]
 @handler(ApiKey.ALTER_CONFIGS, 0, 2)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     broker = ctx.broker
-    lm = broker.log_manager
-    loop = asyncio.get_running_loop()
     validate_only = bool(request.body.get("validate_only"))
-    cluster = broker.services.get("cluster")
     responses = []
     for res in request.body["resources"]:
         rtype, rname = res["resource_type"], res["resource_name"]
@@ -52,24 +49,9 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 continue
             if rtype != TOPIC:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}")
-            if cluster is not None:  # /config/topics + a /config/changes notification every broker applies
-                await cluster.alter_topic_configs(
-                    rname, {c["name"]: c["value"] for c in res["configs"]}, validate_only
-                )
-                responses.append(out)
-                continue
-            if not broker.replicas.has_topic(rname):
-                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {rname} does not exist")
-            overrides: dict[str, str] = {}
-            for c in res["configs"]:
-                if c["value"] is None:
-                    raise KafkaError(
-                        ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c['name']}"
-                    )
-                overrides[c["name"]] = c["value"]
-            lm.default_log_config.with_overrides(overrides)  # INVALID_CONFIG naming the key
-            if not validate_only:
-                await loop.run_in_executor(None, lm.set_topic_overrides, rname, overrides)
+            await broker.control_plane.alter_topic_configs(
+                broker, rname, {c["name"]: c["value"] for c in res["configs"]}, validate_only
+            )
         except KafkaError as e:
             out["error_code"], out["error_message"] = int(e.code), e.message or None
         responses.append(out)

@@ -1,22 +1,21 @@
-"""The broker's shared state handed to every handler: config, storage, partitions, identity, services.
-
-Also the topic-level policies every admin path shares (name validation, auto-creation, defaults), so
-Metadata, Produce and CreateTopics agree on them.
+"""The broker's shared state handed to every handler: config, storage, partitions, identity, the control
+plane (cluster/control_plane.py: local standalone, ZooKeeper in a cluster, chosen once at start) and the
+services, each a typed field.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafkad.clock import Clock
-from kafkad.cluster.producer_ids import ProducerIdManager
+from kafkad.cluster.control_plane import ControlPlane
+from kafkad.cluster.local import LocalControlPlane
+from kafkad.cluster.producer_ids import ProducerIds
 from kafkad.config.broker_config import BrokerConfig
 from kafkad.config.defs import ListenerSpec
-from kafkad.protocol.errors import ErrorCode, KafkaError
-from kafkad.protocol.topic_names import INTERNAL_TOPICS, topic_name_error
 from kafkad.replication.manager import ReplicaManager
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ class Broker:
     clock: Clock
     log_manager: Any  # kafkad.storage.log_manager.LogManager
     replicas: ReplicaManager
-    producer_ids: ProducerIdManager
+    producer_ids: ProducerIds  # local files standalone, ZooKeeper blocks in a cluster (chosen at start)
     broker_id: int
     cluster_id: str
     # Services without a typed field yet (a subsystem being added): name -> object. Every service a
@@ -65,6 +64,12 @@ class Broker:
     replication: ReplicationService | None = None
     # replica.selector.class (KIP-392): (partition, client rack) -> the replica a consumer should read
     replica_selector: Callable[[Partition, str], int] | None = None
+    # None: a cluster of one (LocalControlPlane over `replicas`); service/main.py passes the ZooKeeper one
+    control_plane: ControlPlane = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.control_plane is None:
+            self.control_plane = LocalControlPlane(self.replicas)
 
     def security_runtime(self) -> SecurityRuntime:
         """The security services (service/main.py sets them before the listeners open)."""
@@ -101,53 +106,3 @@ class Broker:
 
             host = socket.gethostname()
         return host, spec.port
-
-    def create_topic(
-        self,
-        name: str,
-        num_partitions: int,
-        replication_factor: int,
-        configs: Mapping[str, str],
-        *,
-        validate_only: bool = False,
-    ) -> None:
-        """Validate and (unless validate_only) create; raises KafkaError with Kafka's codes."""
-        err = topic_name_error(name)
-        if err:
-            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, err)
-        if self.replicas.has_topic(name):
-            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        if num_partitions == -1:
-            num_partitions = self.config.server.num_partitions
-        if num_partitions <= 0:
-            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        if replication_factor == -1:
-            replication_factor = self.config.server.default_replication_factor
-        if self.config.standalone and replication_factor != 1:
-            raise KafkaError(
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Replication factor: {replication_factor} larger than available brokers: 1.",
-            )
-        if configs:
-            # INVALID_CONFIG with the offending key in the message
-            self.log_manager.default_log_config.with_overrides(configs)
-        if validate_only:
-            return
-        self.replicas.create_topic(name, num_partitions, configs)
-        log.info(
-            "created topic %s with %d partitions%s",
-            name,
-            num_partitions,
-            f" {dict(configs)}" if configs else "",
-        )
-
-    def maybe_auto_create(self, name: str, allowed: bool = True) -> bool:
-        """Create `name` with the broker defaults if auto-creation is on; True if it exists now."""
-        if self.replicas.has_topic(name):
-            return True
-        if not (allowed and self.config.server.auto_create_topics_enable):
-            return False
-        if topic_name_error(name) or name in INTERNAL_TOPICS:
-            return False
-        self.create_topic(name, -1, -1, {})
-        return True

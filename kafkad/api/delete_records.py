@@ -2,9 +2,10 @@
 
 Only the leader deletes; other brokers answer NOT_LEADER_OR_FOLLOWER for a partition the cluster has, so
 a client sent there by stale metadata refreshes it and goes to the leader (Kafka's answer). Whether the
-cluster has it comes from the metadata cache: before the controller's first UpdateMetadata the answer waits
-for it (bounded, as Metadata does) instead of calling every partition led elsewhere unknown, and if it does
-not come such partitions get the retriable NOT_LEADER_OR_FOLLOWER.
+cluster has it comes from the control plane's metadata image: before it is known (a cluster broker before
+the controller's first UpdateMetadata) the answer waits for it (bounded, as Metadata does) instead of
+calling every partition led elsewhere unknown, and if it does not come such partitions get the retriable
+NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafkad.cluster.metadata import CACHE_WAIT_S
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
-from kafkad.replication.metadata_cache import MetadataCache
 
 
 def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
@@ -37,16 +36,15 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
 @handler(ApiKey.DELETE_RECORDS, 0, 2, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     replicas = ctx.broker.replicas
-    cache = ctx.broker.services.get("metadata_cache")
-    cache = cache if isinstance(cache, MetadataCache) and "cluster" in ctx.broker.services else None
-    if cache is not None and not cache.initialized:
+    plane = ctx.broker.control_plane
+    if not plane.image_ready:
         led_here = all(
             (p := replicas.get(t["name"], q["partition_index"])) is not None and p.is_leader
             for t in request.body["topics"]
             for q in t["partitions"]
         )
         if not led_here:
-            await cache.wait_initialized(CACHE_WAIT_S)
+            await plane.wait_image()
     topics = []
     for t in request.body["topics"]:
         parts = []
@@ -66,11 +64,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 out["low_watermark"] = part.log.delete_records(offset)
             except (KafkaError, OSError) as exc:  # an I/O error may take the partition offline
                 code = replicas.error_for(t["name"], p["partition_index"], exc).code
-                if (
-                    code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    and cache is not None
-                    and not cache.initialized
-                ):
+                if code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not plane.image_ready:
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER  # unknown to an empty cache: ask elsewhere
                 out["error_code"] = int(code)
             parts.append(out)

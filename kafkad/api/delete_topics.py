@@ -1,7 +1,8 @@
 """DeleteTopics (20) v0-6: honours delete.topic.enable; files go after file.delete.delay.ms.
 
 v6 names topics in `topics` (name or id, KIP-516) instead of `topic_names`; an id no topic has answers
-UNKNOWN_TOPIC_ID."""
+UNKNOWN_TOPIC_ID. The control plane deletes (standalone: the local logs; ZooKeeper mode: marked in
+/admin/delete_topics for the controller, waiting up to timeout_ms)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkad.api.broker import Broker
-from kafkad.cluster import topic_ids
+from kafkad.cluster.control_plane import ZERO_ID
 from kafkad.network.registry import RequestContext, handler
-from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+from kafkad.protocol import ApiKey, ErrorCode, Request
 from kafkad.protocol.topic_names import topic_name_error
 
 
@@ -23,7 +24,7 @@ def _names(request: Request, broker: Broker | None = None) -> tuple[list[str], l
     for t in request.body["topics"]:
         name = t["name"]
         if name is None and broker is not None:
-            name = topic_ids.topic_name(broker, t["topic_id"])
+            name = broker.control_plane.topic_name(t["topic_id"])
         if name is None:
             code = int(ErrorCode.UNKNOWN_TOPIC_ID)
             by_id.append({"name": None, "topic_id": t["topic_id"], "error_code": code})
@@ -46,28 +47,14 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     names, by_id = _names(request, broker)
     if not broker.config.server.delete_topic_enable:
         return _error_body(request, ErrorCode.TOPIC_DELETION_DISABLED)
-    cluster = broker.services.get("cluster")
-    if cluster is not None:  # marked in /admin/delete_topics; the controller deletes (waits up to timeout_ms)
-        bad = {n for n in names if topic_name_error(n)}
-        codes = await cluster.delete_topics(
-            [n for n in names if n not in bad], request.body["timeout_ms"] / 1000
+    legal = [n for n in names if not topic_name_error(n)]
+    done = iter(
+        await broker.control_plane.delete_topics(
+            broker, legal, int(request.body.get("timeout_ms", 0)), with_ids=ctx.version >= 6
         )
-        return {
-            "throttle_time_ms": 0,
-            "responses": [
-                {"name": n, "error_code": int(ErrorCode.INVALID_TOPIC_EXCEPTION if n in bad else codes[n])}
-                for n in names
-            ]
-            + by_id,
-        }
+    )
     out = []
     for name in names:
-        try:
-            if topic_name_error(name):
-                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION)
-            tid = broker.replicas.topic_id(name) if ctx.version >= 6 else topic_ids.ZERO
-            broker.replicas.delete_topic(name)
-            out.append({"name": name, "error_code": 0, "topic_id": tid})
-        except KafkaError as e:
-            out.append({"name": name, "error_code": int(e.code)})
+        code, tid = next(done) if not topic_name_error(name) else (ErrorCode.INVALID_TOPIC_EXCEPTION, ZERO_ID)
+        out.append({"name": name, "error_code": int(code), "topic_id": tid})  # topic_id: v6+
     return {"throttle_time_ms": 0, "responses": out + by_id}

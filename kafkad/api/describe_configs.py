@@ -37,21 +37,6 @@ def _entry(
     }
 
 
-async def _topic_overrides(broker: Broker, topic: str) -> dict[str, str]:
-    """The topic's overrides: ZooKeeper's /config/topics/<topic> in cluster mode (the cluster's answer, on
-    any broker, hosting a replica or not, as Kafka's ConfigHelper reads them), the stored ones standalone."""
-    cluster = broker.services.get("cluster")
-    if cluster is not None:
-        if not await cluster.topic_exists(topic):
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist")
-        configs: dict[str, str] = await cluster.read_topic_configs(topic)
-    elif broker.replicas.has_topic(topic):
-        configs = broker.log_manager.topic_overrides(topic)
-    else:
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist")
-    return configs
-
-
 def _topic_configs(broker: Broker, overrides: dict[str, str], synonyms: bool) -> list[dict[str, Any]]:
     lm = broker.log_manager
     config = lm.default_log_config.with_overrides(overrides) if overrides else lm.default_log_config
@@ -121,7 +106,8 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         }
         try:
             if rtype == TOPIC:
-                rows = _topic_configs(broker, await _topic_overrides(broker, rname), synonyms)
+                overrides = await broker.control_plane.topic_configs(broker, rname)
+                rows = _topic_configs(broker, overrides, synonyms)
             elif rtype == BROKER:
                 if rname not in ("", str(broker.broker_id)):
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"broker {rname} is not this broker")

@@ -1,13 +1,11 @@
 """ElectLeaders (43) v0-2: preferred (0) or unclean (1) leader elections (kafka-leader-election).
 
-Standalone the broker leads every partition and is its only replica, so every named partition already has
-its preferred leader: ELECTION_NOT_NEEDED, as Kafka answers for a partition led by its preferred replica
-(and an unclean election is not needed while the leader is alive). Unknown partitions answer
-UNKNOWN_TOPIC_OR_PARTITION. When the request names no partitions (null: all of them) Kafka drops the
-ELECTION_NOT_NEEDED results from the answer, so standalone answers an empty list.
-
-Cluster mode delegates to `broker.services["cluster"].elect_leaders` (the controller's work); a KafkaError
-it raises becomes the top-level error (v1+) or every partition's error (v0).
+The control plane elects: standalone the broker leads every partition and is its only replica, so every
+named partition already has its preferred leader: ELECTION_NOT_NEEDED, as Kafka answers for a partition led
+by its preferred replica (and an unclean election is not needed while the leader is alive); unknown
+partitions answer UNKNOWN_TOPIC_OR_PARTITION. In ZooKeeper mode it is the controller's work; a KafkaError
+it raises becomes the top-level error (v1+) or every partition's error (v0). When the request names no
+partitions (null: all of them) Kafka drops the ELECTION_NOT_NEEDED results from the answer.
 """
 
 from __future__ import annotations
@@ -59,20 +57,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     if election not in (PREFERRED, UNCLEAN):
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"unknown election type {election}")
     asked = _asked(request)
-    cluster = ctx.broker.services.get("cluster")
-    messages: dict[TopicPartition, str] = {}
-    if cluster is not None:
-        results: dict[TopicPartition, ErrorCode] = dict(await cluster.elect_leaders(election, asked))
-    else:
-        replicas = ctx.broker.replicas
-        results = {}
-        for tp in asked or []:
-            if replicas.get(tp[0], tp[1]) is None:
-                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                messages[tp] = f"The partition {tp[0]}-{tp[1]} does not exist."
-            else:
-                results[tp] = ErrorCode.ELECTION_NOT_NEEDED
-                messages[tp] = "Leader election not needed for topic partition."
+    results, messages = await ctx.broker.control_plane.elect_leaders(ctx.broker, election, asked)
     if asked is None:
         results = {tp: c for tp, c in results.items() if c is not ErrorCode.ELECTION_NOT_NEEDED}
     return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": _body(results, messages)}

@@ -32,7 +32,6 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkad.cluster import topic_ids
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.replication import fetch_session
@@ -106,7 +105,7 @@ def _read_all(
     for t in body.get("topics") or []:
         if by_id:
             tid = t["topic_id"]
-            found = topic_ids.topic_name(ctx.broker, tid)
+            found = ctx.broker.control_plane.topic_name(tid)
             if found is None:
                 parts = [
                     _partition_error(p["partition"], ErrorCode.UNKNOWN_TOPIC_ID) for p in t["partitions"]

@@ -1,6 +1,7 @@
-"""FindCoordinator (10) v0-6: this broker coordinates every group and transactional id; in cluster mode
-the leader of the key's __consumer_offsets partition (cluster_metadata.py), or of the transactional id's
-__transaction_state partition (key type 1: coordinator/transaction/service.py).
+"""FindCoordinator (10) v0-6: the control plane places groups and transactional ids (standalone: this broker
+coordinates every group and transactional id; ZooKeeper mode: the leader of the key's __consumer_offsets
+partition, cluster/metadata.py, or of the transactional id's __transaction_state partition, key type 1:
+coordinator/transaction/service.py).
 v4+ (KIP-699) look up a batch of keys, each answered in its own `coordinators` entry with its own error.
 
 The first lookup creates __consumer_offsets (as Kafka does) and is answered once it exists, rather
@@ -14,9 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafkad.cluster import metadata as cluster_metadata
-from kafkad.coordinator.group.service import ready_coordinator
-from kafkad.coordinator.transaction import service as txn_service
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
@@ -67,8 +65,7 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> Mapping[str, 
     if key_type == KEY_TYPE_TRANSACTION:
         if not key:
             return _error(ErrorCode.INVALID_REQUEST, "the transactional id is empty")
-        listener = ctx.listener if ctx.session is not None or broker.services.get("metadata_cache") else None
-        node, host, port = await txn_service.find_coordinator(broker, listener, key)
+        node, host, port = await broker.control_plane.find_transaction_coordinator(ctx, key)
         return {
             "throttle_time_ms": 0,
             "error_code": 0,
@@ -77,16 +74,4 @@ async def _lookup(ctx: RequestContext, key_type: int, key: str) -> Mapping[str, 
             "host": host,
             "port": port,
         }
-    cache = broker.services.get("metadata_cache")
-    if cache is not None:  # cluster mode: the leader of the group's __consumer_offsets partition
-        return await cluster_metadata.find_coordinator(ctx, cache, key)
-    await ready_coordinator(broker)  # KafkaError(COORDINATOR_NOT_AVAILABLE) -> the error body
-    host, port = broker.advertised_host_port(ctx.listener if ctx.session is not None else None)
-    return {
-        "throttle_time_ms": 0,
-        "error_code": 0,
-        "error_message": "NONE",  # Kafka: Errors.NONE.message()
-        "node_id": broker.broker_id,
-        "host": host,
-        "port": port,
-    }
+    return await broker.control_plane.find_coordinator(ctx, key)  # KafkaError -> the error body

@@ -4,9 +4,8 @@ kafka-configs and AdminClient.incremental_alter_configs send since Kafka 2.3).
 Topic resources: the operations apply to the topic's current overrides in order; APPEND and SUBTRACT take
 list keys only (cleanup.policy) and start from the effective value (the broker default when not overridden),
 as Kafka's ConfigAdminManager does. The result is validated whole before anything is written.
-Standalone the overrides are stored by storage (LogManager.set_topic_overrides); in cluster mode the
-current ones are read from and the result written to ZooKeeper through `broker.services["cluster"]`
-(read_topic_configs / alter_topic_configs, which replaces the topic's whole config).
+The control plane reads the current overrides and replaces them with the result (standalone: storage's
+LogManager overrides; cluster mode: ZooKeeper's /config/topics); nothing is written when nothing changes.
 Broker resources ("" = the cluster-wide default, or this broker's id) change the dynamic broker configs
 (config/dynamic.py): the live keys only, applied at once, and Kafka's dynamic names kafkad only
 stores (config_keys/kafka_only.py); others are refused as Kafka does.
@@ -14,7 +13,6 @@ stores (config_keys/kafka_only.py); others are refused as Kafka does.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from enum import IntEnum
 from typing import Any
@@ -98,13 +96,8 @@ def _topic_is_list(name: str) -> bool:
 
 async def _alter_topic(broker: Broker, topic: str, ops: Sequence[Mapping[str, Any]], validate: bool) -> None:
     lm = broker.log_manager
-    cluster = broker.services.get("cluster")
-    if cluster is not None:
-        current = await cluster.read_topic_configs(topic)  # ZooKeeper's /config/topics/<topic>
-    elif broker.replicas.has_topic(topic):
-        current = lm.topic_overrides(topic)
-    else:
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist")
+    plane = broker.control_plane
+    current = await plane.topic_configs(broker, topic)
     effective = {k: v for k, v, _ in lm.default_log_config.describe()}
     changes = apply_ops(current, effective, ops, _topic_is_list)
     for k, v in changes.items():
@@ -112,11 +105,7 @@ async def _alter_topic(broker: Broker, topic: str, ops: Sequence[Mapping[str, An
             raise KafkaError(ErrorCode.INVALID_CONFIG, f"{k}: unknown topic config")
     new = merged(current, changes)
     lm.default_log_config.with_overrides(new)  # INVALID_CONFIG naming the key
-    if cluster is not None:
-        # ClusterAdmin replaces the topic's whole config (it checks the topic exists)
-        await cluster.alter_topic_configs(topic, new, validate)
-    elif not validate and changes:
-        await asyncio.get_running_loop().run_in_executor(None, lm.set_topic_overrides, topic, new)
+    await plane.alter_topic_configs(broker, topic, new, validate or not changes)
 
 
 async def _alter_broker(broker: Broker, name: str, ops: Sequence[Mapping[str, Any]], validate: bool) -> None:

@@ -1,4 +1,5 @@
-"""Metadata and FindCoordinator in cluster mode: answered from the MetadataCache (Kafka's
+"""Metadata and FindCoordinator of the ZooKeeper control plane (cluster/zookeeper.py): answered from the
+MetadataCache (Kafka's
 KafkaApis.handleTopicMetadataRequest / getPartitionMetadata and handleFindCoordinatorRequest).
 
 Every live broker is listed with its endpoint on the listener the request came in on (else its first one);
@@ -20,6 +21,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafkad.cluster.local import unknown_topic_id
 from kafkad.coordinator.group.config import OFFSETS_TOPIC
 from kafkad.coordinator.group.records import partition_for
 from kafkad.network.dispatcher import CloseConnection
@@ -29,12 +31,12 @@ from kafkad.replication.metadata_cache import MetadataCache
 
 if TYPE_CHECKING:
     from kafkad.api.broker import Broker
+    from kafkad.cluster.zookeeper import ZooKeeperControlPlane
     from kafkad.network.registry import RequestContext
 
 log = logging.getLogger(__name__)
 
 AUTHORIZED_OPS_OMITTED = -2147483648
-_OFFSETS_REFUSED = "offsets_topic_refused_alive"  # broker.services key: the alive count last warned about
 # How long Metadata / FindCoordinator wait for the controller's first UpdateMetadata after a start: the
 # controller sends it right after the broker's registration, which can wait for the previous session of
 # a kill -9'd broker to expire (zookeeper.session.timeout.ms); clients time such requests out after 30 s
@@ -76,9 +78,11 @@ def _error_topic(name: str, code: ErrorCode) -> dict[str, Any]:
     return {"error_code": int(code), "name": name, "is_internal": name in INTERNAL_TOPICS, "partitions": []}
 
 
-async def _create(broker: Broker, name: str, partitions: int, replication_factor: int) -> ErrorCode:
+async def _create(
+    plane: ZooKeeperControlPlane, broker: Broker, name: str, partitions: int, replication_factor: int
+) -> ErrorCode:
     """Ask the ClusterAdmin for a topic; the retriable error to answer meanwhile."""
-    cluster = broker.services.get("cluster")
+    cluster = plane.admin_or_none
     if cluster is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     configs: dict[str, str] = {}
@@ -110,18 +114,10 @@ def _brokers(cache: MetadataCache, listener: str) -> list[dict[str, Any]]:
     return out
 
 
-def unknown_topic_id(topic_id: Any) -> dict[str, Any]:
-    """Metadata v10+'s answer to a topic named by an id no topic has."""
-    return {
-        "error_code": int(ErrorCode.UNKNOWN_TOPIC_ID),
-        "name": None,
-        "topic_id": topic_id,
-        "is_internal": False,
-        "partitions": [],
-    }
-
-
-async def metadata(ctx: RequestContext, cache: MetadataCache, body: Mapping[str, Any]) -> dict[str, Any]:
+async def metadata(
+    ctx: RequestContext, plane: ZooKeeperControlPlane, body: Mapping[str, Any]
+) -> dict[str, Any]:
+    cache = plane.cache
     await _initialized(cache)
     broker = ctx.broker
     requested = body.get("topics")
@@ -144,10 +140,12 @@ async def metadata(ctx: RequestContext, cache: MetadataCache, body: Mapping[str,
             elif topic_name_error(name):
                 topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
             elif name == OFFSETS_TOPIC and allow_auto:
-                code = await _create_offsets_topic(broker)
+                code = await _create_offsets_topic(plane, broker)
                 topics.append(_error_topic(name, code))
             elif allow_auto and server.auto_create_topics_enable and name not in INTERNAL_TOPICS:
-                code = await _create(broker, name, server.num_partitions, server.default_replication_factor)
+                code = await _create(
+                    plane, broker, name, server.num_partitions, server.default_replication_factor
+                )
                 topics.append(_error_topic(name, code))
             else:
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -161,18 +159,18 @@ async def metadata(ctx: RequestContext, cache: MetadataCache, body: Mapping[str,
     }
 
 
-async def _create_offsets_topic(broker: Broker) -> ErrorCode:
+async def _create_offsets_topic(plane: ZooKeeperControlPlane, broker: Broker) -> ErrorCode:
     """Kafka's getOrCreateInternalTopic: while fewer brokers are alive (as this broker's metadata cache
     knows them) than offsets.topic.replication.factor, the topic is not created and the answer is
     COORDINATOR_NOT_AVAILABLE (the client retries); a cache that knows no broker never tries. Said once
     per alive count, not on every client retry."""
     g = broker.config.group
-    cache: MetadataCache = broker.services["metadata_cache"]
+    cache = plane.cache
     rf = g.offsets_topic_replication_factor
     alive = len(cache.brokers())
     if alive < rf:
-        if broker.services.get(_OFFSETS_REFUSED) != alive:
-            broker.services[_OFFSETS_REFUSED] = alive
+        if plane.offsets_refused_alive != alive:
+            plane.offsets_refused_alive = alive
             log.warning(
                 "not creating %s yet: %d alive brokers do not meet offsets.topic.replication.factor %d "
                 "(normal while the cluster starts)",
@@ -181,21 +179,22 @@ async def _create_offsets_topic(broker: Broker) -> ErrorCode:
                 rf,
             )
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    broker.services.pop(_OFFSETS_REFUSED, None)
-    return await _create(broker, OFFSETS_TOPIC, g.offsets_topic_num_partitions, rf)
+    plane.offsets_refused_alive = None
+    return await _create(plane, broker, OFFSETS_TOPIC, g.offsets_topic_num_partitions, rf)
 
 
-async def find_coordinator(ctx: RequestContext, cache: MetadataCache, key: str) -> dict[str, Any]:
+async def find_coordinator(ctx: RequestContext, plane: ZooKeeperControlPlane, key: str) -> dict[str, Any]:
     """The leader of the group's __consumer_offsets partition; COORDINATOR_NOT_AVAILABLE until there is one.
 
     Before the controller's first UpdateMetadata this waits (bounded) and then answers the retriable
     COORDINATOR_NOT_AVAILABLE, as Kafka's KafkaApis does without the offsets topic in its cache, rather
     than closing the connection the way Metadata must (an empty broker list loses librdkafka's brokers)."""
+    cache = plane.cache
     if not cache.initialized and not await cache.wait_initialized(CACHE_WAIT_S):
         raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no metadata from the controller yet")
     broker = ctx.broker
     if not cache.has_topic(OFFSETS_TOPIC):
-        await _create_offsets_topic(broker)
+        await _create_offsets_topic(plane, broker)
         raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is being created")
     n = len(cache.partitions(OFFSETS_TOPIC))
     state = cache.partition(OFFSETS_TOPIC, partition_for(key, n))

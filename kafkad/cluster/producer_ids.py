@@ -8,12 +8,22 @@ begins at the highest end recorded anywhere. A block write is blocking: `allocat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from kafkad.storage.meta_properties import write_text_atomically
 
 PRODUCER_ID_FILE = "kafkad-producer-ids"
+
+
+class ProducerIds(Protocol):
+    """Where InitProducerId's ids come from: ProducerIdManager standalone, controller/admin.py's
+    ZkProducerIds (blocks from /latest_producer_id_block) in a cluster."""
+
+    def load(self) -> None: ...  # blocking: call in executor
+
+    def allocate(self) -> Awaitable[int]: ...
 
 
 class ProducerIdManager:

@@ -1,9 +1,9 @@
 """Replication in a cluster-mode broker: the metadata cache, the follower fetchers, the ISR shrink timer and
 the high-watermark checkpoint timer (Kafka's ReplicaManager.startup / startHighWatermarkCheckPointThread).
 
-`start_replication(broker)` runs before the listeners open, only when zookeeper.connect is set: every loaded
-partition then waits for the controller's LeaderAndIsr, and `broker.services["metadata_cache"]` holds the
-MetadataCache the controller's UpdateMetadata fills. cluster_mode (election) sets the cache's broker_epoch
+`start_replication(broker, cache)` runs before the listeners open, only when zookeeper.connect is set: every
+loaded partition then waits for the controller's LeaderAndIsr; `cache` is the ZooKeeper control plane's
+MetadataCache the controller's UpdateMetadata fills. cluster/zk_mode.py sets the cache's broker_epoch
 after registration and the ReplicaManager's IsrUpdater (`replicas.set_isr_updater`). Standalone never gets
 here, so nothing of this runs per request there.
 """
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from kafkad.api.broker import Broker
 
 log = logging.getLogger(__name__)
-
-CACHE_KEY = "metadata_cache"
 
 
 def fetcher_config(broker: Broker) -> FetcherConfig:
@@ -89,19 +87,11 @@ def _install_selector(broker: Broker, cache: MetadataCache) -> None:
     broker.replica_selector = select
 
 
-async def start_replication(broker: Broker) -> ReplicationService:
+async def start_replication(broker: Broker, cache: MetadataCache) -> ReplicationService:
     clock = broker.clock
-    cache = MetadataCache(broker.broker_id)
-    broker.services[CACHE_KEY] = cache
     fetchers = FetcherManager(fetcher_config(broker), clock.time_ms)
     replicas = broker.replicas
     replicas.enter_cluster_mode(fetchers, clock.time_ms)
-
-    def topic_overrides(topic: str) -> dict[str, str] | None:
-        cluster = broker.services.get("cluster")  # ClusterAdmin: /config/topics as last seen
-        return cluster.topic_overrides(topic) if cluster is not None else None  # type: ignore[no-any-return]
-
-    replicas.topic_overrides = topic_overrides
     from kafkad.coordinator.group.ownership import install
 
     install(broker)  # the group coordinator follows __consumer_offsets leadership

@@ -2,9 +2,9 @@
 
 Startup, in `main.run`: `ClusterMode.connect` (session, Kafka's persistent paths, /cluster/id) before the
 log dirs' meta.properties are checked (they must carry the cluster's id; broker.id=-1 takes the next
-/brokers/seqid); `start(broker)` once the listeners are bound: register /brokers/ids/<id> (ephemeral; broker
-epoch = its czxid), install the IsrWriter, ZooKeeper producer ids, the ClusterAdmin and the controller, and
-watch /config/changes. Shutdown: `controlled_shutdown` (before the listeners stop: the controller moves our
+/brokers/seqid); `start(broker, cache)` once the listeners are bound: register /brokers/ids/<id> (ephemeral;
+broker epoch = its czxid), install the IsrWriter, the ClusterAdmin and the controller (which the ZooKeeper
+control plane, cluster/zookeeper.py, then answers requests with), and watch /config/changes. Shutdown: `controlled_shutdown` (before the listeners stop: the controller moves our
 leaderships away and answers), then `close`.
 
 Session states: SUSPENDED and LOST stop the controller at once; a new session re-registers (new broker
@@ -20,7 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kafkad.cluster.isr_writer import IsrWriter
-from kafkad.controller.admin import ClusterAdmin, ZkProducerIds
+from kafkad.controller.admin import ClusterAdmin
 from kafkad.controller.controller import Controller, ControllerSettings
 from kafkad.protocol import ApiKey
 from kafkad.storage.meta_properties import new_cluster_id
@@ -41,6 +41,7 @@ from kafkad.zk.notifications import purge_obsolete
 if TYPE_CHECKING:
     from kafkad.api.broker import Broker
     from kafkad.config.broker_config import BrokerConfig
+    from kafkad.replication.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class ClusterMode:
         self.controller: Controller | None = None
         self.admin: ClusterAdmin | None = None
         self.isr_writer = IsrWriter(zk)
+        self.cache: MetadataCache | None = None  # the control plane's, given to start()
         self._last_change = -1
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
@@ -100,20 +102,14 @@ class ClusterMode:
         return int(stat.version) + _int(self.config, "reserved.broker.max.id")
 
     # --- once listening ------------------------------------------------------------------------------------
-    async def start(self, broker: Broker) -> None:
+    async def start(self, broker: Broker, cache: MetadataCache) -> None:
         self.broker = broker
+        self.cache = cache
         cfg = self.config
         await self._register()
-        cache = broker.services.get("metadata_cache")
-        if cache is None:
-            from kafkad.replication.metadata_cache import MetadataCache
-
-            cache = broker.services["metadata_cache"] = MetadataCache(broker.broker_id)
         cache.broker_epoch = self.broker_epoch
         broker.replicas.set_isr_updater(self.isr_writer)
         broker.replicas.offline_listeners.append(self._log_failed)
-        broker.replicas.cluster_has = lambda t, p: cache.partition(t, p) is not None
-        broker.producer_ids = ZkProducerIds(self.zk, broker.broker_id)  # type: ignore[assignment]
         self.controller = Controller(
             self.zk,
             broker.broker_id,
@@ -143,7 +139,6 @@ class ClusterMode:
             topic_ready=topic_ready,
         )
         self.admin.broker_epoch = self.broker_epoch
-        broker.services.update(zk=self.zk, cluster=self.admin, controller=self.controller)
         await self._load_topic_configs()
         self.zk.add_state_listener(self._on_state)
         self.controller.start()
@@ -239,7 +234,7 @@ class ClusterMode:
             self._registering = False
         self._registration_due = False
         assert self.broker is not None and self.controller is not None
-        cache = self.broker.services.get("metadata_cache")
+        cache = self.cache
         if cache is not None:
             cache.broker_epoch = self.broker_epoch
         if self.admin is not None:
@@ -303,7 +298,7 @@ class ClusterMode:
             if entity.startswith("topics/"):
                 await self._apply_topic_config(entity.split("/", 1)[1])
             elif entity.startswith("brokers/") and self.broker is not None:
-                dynamic = self.broker.services.get("dynamic_config")  # config/dynamic.py
+                dynamic = self.broker.dynamic_config  # config/dynamic.py
                 if dynamic is not None:
                     await dynamic.reload()
         await purge_obsolete(self.zk, Z.CONFIG_CHANGES, changes)

@@ -24,6 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from kafkad.controller.assignment import assign_new_partitions, assign_replicas, validate_assignment
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.protocol.topic_rules import check_new_partition_count, topic_exists
 from kafkad.zk import znodes as Z
 from kafkad.zk.client import (
     ZK_CONNECTION_ERRORS,
@@ -126,7 +127,7 @@ class ClusterAdmin:
     ) -> dict[int, list[int]]:
         """Returns the assignment; raises KafkaError with Kafka's codes."""
         if await self.topic_exists(name):
-            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            raise topic_exists(name)
         brokers = await self.live_brokers()
         if replica_assignment:
             assignment = {int(p): [int(b) for b in r] for p, r in replica_assignment.items()}
@@ -148,7 +149,7 @@ class ClusterAdmin:
         try:
             await self.zk.multi(ops)
         except NodeExistsError:
-            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+            raise topic_exists(name) from None
         log.info("topic %s created in ZooKeeper: %s", name, assignment)
         if wait:
             await self._wait_ready(name, len(assignment))
@@ -205,24 +206,12 @@ class ClusterAdmin:
         """Adds partitions in ZooKeeper. As Kafka's ZkAdminManager: with `timeout_ms` <= 0 answers once
         written, else once the new partitions have leaders (REQUEST_TIMED_OUT past `timeout_ms`)."""
         got = await self.zk.get_or_none(Z.TopicZNode.path(name))
-        if got is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-        current = Z.TopicZNode.decode(got[0])
-        have = len(current.partitions)
-        if count < have:
-            raise KafkaError(
-                ErrorCode.INVALID_PARTITIONS,
-                f"Topic currently has {have} partitions, which is higher than the requested {count}.",
-            )
-        if count == have:
-            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partitions.")
+        current = Z.TopicZNode.decode(got[0]) if got is not None else None
+        have = len(current.partitions) if current is not None else 0
+        check_new_partition_count(name, have, count, len(assignment) if assignment else None)
+        assert got is not None and current is not None  # have > 0
         brokers = await self.live_brokers()
         if assignment:
-            if len(assignment) != count - have:
-                raise KafkaError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    f"Increasing the number of partitions by {count - have} but {len(assignment)} assignments provided.",
-                )
             added = {have + i: [int(b) for b in r] for i, r in enumerate(assignment)}
             validate_assignment(added, brokers, first_partition=have)
         else:

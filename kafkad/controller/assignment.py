@@ -11,6 +11,7 @@ import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.protocol.topic_rules import check_partition_count
 
 
 def _replica_index(first: int, shift: int, j: int, n: int) -> int:
@@ -44,8 +45,7 @@ def assign_replicas(
     rand: Callable[[int], int] | None = None,
 ) -> dict[int, list[int]]:
     """partition -> replicas. `brokers` maps live broker id -> rack (None when unset). Raises KafkaError."""
-    if num_partitions <= 0:
-        raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    check_partition_count(num_partitions)
     if replication_factor <= 0:
         raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
     if replication_factor > len(brokers):

@@ -80,7 +80,14 @@ class LogManagerLike(Protocol):
 class ReplicaManager:
     """Runs on the event loop."""
 
-    def __init__(self, log_manager: LogManagerLike, broker_id: int) -> None:
+    def __init__(
+        self,
+        log_manager: LogManagerLike,
+        broker_id: int,
+        *,
+        cluster_has: Callable[[str, int], bool] | None = None,
+        topic_overrides: Callable[[str], Mapping[str, str] | None] | None = None,
+    ) -> None:
         self.log_manager = log_manager
         self.broker_id = broker_id
         self._partitions: dict[tuple[str, int], Partition] = {}
@@ -96,9 +103,9 @@ class ReplicaManager:
         # may be uncommitted and be truncated when the controller makes this broker a follower)
         self._loaded_hw: dict[TP, int] = {}
         self.now_ms: Callable[[], int] = lambda: 0
-        # topic -> its config overrides, for logs created by LeaderAndIsr (cluster_mode sets it from
+        # topic -> its config overrides, for logs created by LeaderAndIsr (the ZooKeeper control plane's
         # /config/topics); None or a missing topic = the broker defaults
-        self.topic_overrides: Callable[[str], Mapping[str, str] | None] | None = None
+        self.topic_overrides = topic_overrides
         self._on_leader: list[Listener] = []
         self._on_follower: list[Listener] = []
         # Partitions whose files failed (storage's log_offline): KAFKA_STORAGE_ERROR, offline in Metadata.
@@ -106,10 +113,11 @@ class ReplicaManager:
         log_manager.on_offline = self._went_offline
         # told when a partition goes offline at runtime (cluster mode: the log dir event notification)
         self.offline_listeners: list[Callable[[OfflineLog], None]] = []
-        # cluster mode: whether the cluster has a partition (the metadata cache), so one this broker holds
-        # no replica of answers NOT_LEADER_OR_FOLLOWER (the client refreshes and goes to the leader), as
-        # Kafka's ReplicaManager.getPartitionOrError; standalone: None, UNKNOWN_TOPIC_OR_PARTITION
-        self.cluster_has: Callable[[str, int], bool] | None = None
+        # cluster mode: whether the cluster has a partition (the control plane's metadata image), so one
+        # this broker holds no replica of answers NOT_LEADER_OR_FOLLOWER (the client refreshes and goes to
+        # the leader), as Kafka's ReplicaManager.getPartitionOrError; standalone: None,
+        # UNKNOWN_TOPIC_OR_PARTITION. Given at construction (service/main.py), never patched later.
+        self.cluster_has = cluster_has
         # flush.messages / flush.ms: appends fsynced before their answer (leader) or next fetch (follower)
         self.log_sync = LogSync(on_error=self._sync_failed, on_synced=self._synced)
 

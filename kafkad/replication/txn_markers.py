@@ -95,7 +95,7 @@ async def _replicated(part: Partition, offset: int) -> ErrorCode:
 
 
 def _tell_group_coordinator(broker: Any, partition: int, producer_id: int, committed: bool) -> None:
-    coordinator = broker.services.get("group_coordinator")
+    coordinator = getattr(broker, "group_coordinator", None)
     hook = getattr(coordinator, "on_txn_marker", None)
     if hook is None:
         return

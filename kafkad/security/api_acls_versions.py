@@ -25,13 +25,9 @@ def _with(request: Request, **changes: Any) -> Request:
 
 
 def topic_name(ctx: RequestContext, tid: uuid.UUID) -> str | None:
-    """The topic with id `tid` (cluster/topic_ids.py's rule, through the broker the context carries, as
-    security may not import daemon modules): the metadata cache in cluster mode, the local logs standalone."""
-    if tid.int == 0:
-        return None
-    cache = ctx.broker.services.get("metadata_cache")
-    source = cache if cache is not None else ctx.broker.replicas
-    name: str | None = source.topic_by_id(tid)
+    """The topic with id `tid`, from the control plane of the broker the context carries (security may not
+    import the cluster room)."""
+    name: str | None = ctx.broker.control_plane.topic_name(tid)
     return name
 
 

@@ -24,7 +24,9 @@ from kafkad import __version__
 from kafkad.api import load_handlers
 from kafkad.api.broker import Broker
 from kafkad.clock import Clock, SystemClock
-from kafkad.cluster.producer_ids import ProducerIdManager
+from kafkad.cluster.control_plane import ControlPlane
+from kafkad.cluster.local import LocalControlPlane
+from kafkad.cluster.producer_ids import ProducerIdManager, ProducerIds
 from kafkad.config.broker_config import BrokerConfig, ConfigError, load_config
 from kafkad.config.docs import check_config_lines, render_markdown
 from kafkad.network.dispatcher import Dispatcher
@@ -34,6 +36,7 @@ from kafkad.security.settings import METRICS_TLS
 from kafkad.service.netlink import NetlinkWatcher
 
 if TYPE_CHECKING:
+    from kafkad.cluster.zookeeper import ZooKeeperControlPlane
     from kafkad.service.bridge_service import BridgeService, ShippedGate
     from kafkad.service.log_cleaner_task import CleanerService
     from kafkad.storage.log_manager import LogManager
@@ -235,13 +238,33 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     _, handlers = await asyncio.gather(
         loop.run_in_executor(None, log_manager.load), loop.run_in_executor(None, load_handlers)
     )
-    replicas = ReplicaManager(log_manager, broker_id)
+    # The control plane, chosen once: ZooKeeper's in a cluster, else the local one (a cluster of one).
+    plane: ZooKeeperControlPlane | None = None
+    if cluster is not None:
+        from kafkad.cluster.zookeeper import ZooKeeperControlPlane
+
+        plane = ZooKeeperControlPlane(cluster, broker_id)
+    replicas = ReplicaManager(
+        log_manager,
+        broker_id,
+        cluster_has=plane.has_partition if plane is not None else None,
+        topic_overrides=plane.topic_overrides if plane is not None else None,
+    )
     n = replicas.load_from_logs()
     offline = len(replicas.offline_partitions())  # their files failed: ERROR lines name them
     serving = f"serving {n} partitions" + (f", {offline} offline (storage errors)" if offline else "")
-    producer_ids = ProducerIdManager(dirs, config.server.producer_id_block_size)
+    producer_ids: ProducerIds = (
+        plane.producer_ids
+        if plane is not None
+        else ProducerIdManager(dirs, config.server.producer_id_block_size)
+    )
     await loop.run_in_executor(None, producer_ids.load)
-    broker = Broker(config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id)
+    control_plane: ControlPlane = plane if plane is not None else LocalControlPlane(replicas)
+    broker = Broker(
+        config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id, control_plane=control_plane
+    )
+    if plane is not None:  # compatibility: the transaction coordinator still finds these by name
+        broker.services["metadata_cache"] = plane.cache
     broker.metrics = metrics
     broker.dynamic_config = DynamicBrokerConfig(broker, static_config, dyn_store, dyn_entities)
     broker.security = security
@@ -264,10 +287,10 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
             log_sync=replicas.log_sync.stats,
         )
     replication = None
-    if not config.standalone:
+    if plane is not None:
         from kafkad.cluster.replication_service import start_replication
 
-        replication = await start_replication(broker)
+        replication = await start_replication(broker, plane.cache)
     bridge: BridgeService | None = None
     if gate is not None:  # after replication: in a cluster, only leaders ship (positions in ZooKeeper)
         from kafkad.service.bridge_service import start_bridge
@@ -304,8 +327,9 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     bound = await server.start(config.server.listeners, interfaces.bind_host if interfaces else None)
     if watcher is not None:
         await loop.run_in_executor(None, watcher.start)
-    if cluster is not None:
-        await cluster.start(broker)
+    if cluster is not None and plane is not None:
+        await cluster.start(broker, plane.cache)
+        broker.services["cluster"] = cluster.admin  # compatibility (transaction coordinator), as above
     ops.ready(serving)
     log.info(
         "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s; %s after exec (logs %.2f s)",

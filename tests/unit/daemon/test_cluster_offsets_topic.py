@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from kafkad.cluster.metadata import find_coordinator
+from kafkad.cluster.zookeeper import ZooKeeperControlPlane
 from kafkad.protocol import ErrorCode, KafkaError
-from kafkad.replication.metadata_cache import BrokerInfo, Endpoint, MetadataCache
+from kafkad.replication.metadata_cache import BrokerInfo, Endpoint
 
 
 class _Admin:
@@ -28,18 +28,17 @@ class _Admin:
 
 
 def _broker(rf: int, alive: int) -> tuple[Any, _Admin]:
-    cache = MetadataCache(1)
+    admin = _Admin()
+    plane = ZooKeeperControlPlane(SimpleNamespace(zk=None, admin=admin, controller=None), 1)  # type: ignore[arg-type]
+    cache = plane.cache
     brokers = [BrokerInfo(i, (Endpoint("127.0.0.1", 9000 + i, "PLAINTEXT", 0),)) for i in range(1, alive + 1)]
     cache.update(1, 1, brokers, [])
-    admin = _Admin()
     group = SimpleNamespace(
         offsets_topic_replication_factor=rf,
         offsets_topic_num_partitions=5,
         offsets_topic_segment_bytes=1 << 20,
     )
-    return SimpleNamespace(
-        config=SimpleNamespace(group=group), services={"metadata_cache": cache, "cluster": admin}
-    ), admin
+    return SimpleNamespace(config=SimpleNamespace(group=group), control_plane=plane), admin
 
 
 async def _ask(broker: Any, times: int) -> list[ErrorCode]:
@@ -47,7 +46,7 @@ async def _ask(broker: Any, times: int) -> list[ErrorCode]:
     codes = []
     for _ in range(times):
         with pytest.raises(KafkaError) as e:
-            await find_coordinator(ctx, broker.services["metadata_cache"], "group-a")  # type: ignore[arg-type]
+            await broker.control_plane.find_coordinator(ctx, "group-a")
         codes.append(e.value.code)
     return codes
 

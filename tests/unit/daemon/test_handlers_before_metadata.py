@@ -1,19 +1,21 @@
 """Cluster mode before the controller's first UpdateMetadata (issue 24 item 3): DescribeCluster and
 DeleteRecords wait for it, as Metadata does, instead of answering from the empty cache (DescribeCluster
 named this broker the whole cluster and its own controller; DeleteRecords called a partition led
-elsewhere unknown). Real handlers and MetadataCache; the cluster service is a stand-in (only its presence
-marks cluster mode here)."""
+elsewhere unknown). Real handlers, ZooKeeper control plane and MetadataCache; its ClusterMode is a stand-in
+(no ZooKeeper, no admin: these requests only read the cache)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from kafkad.api.broker import Broker
 from kafkad.cluster import metadata as cluster_metadata
+from kafkad.cluster.zookeeper import ZooKeeperControlPlane
 from kafkad.network.registry import REGISTRY, RequestContext
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request, RequestHeader
 from kafkad.replication.metadata_cache import BrokerInfo, Endpoint, MetadataCache, PartitionState
@@ -25,11 +27,11 @@ SELF = BrokerInfo(0, (Endpoint("127.0.0.1", 9092, "PLAINTEXT", 0),))
 
 def cluster_broker(tmp_path: Path) -> tuple[Broker, MetadataCache]:
     b = make_broker(tmp_path, "zookeeper.connect=127.0.0.1:1")
-    cache = MetadataCache(b.broker_id)
-    b.services["metadata_cache"] = cache
-    b.services["cluster"] = object()
-    b.replicas.cluster_has = lambda t, p: cache.partition(t, p) is not None
-    return b, cache
+    mode = SimpleNamespace(zk=None, admin=None, controller=None)
+    plane = ZooKeeperControlPlane(mode, b.broker_id)  # type: ignore[arg-type]
+    b.control_plane = plane
+    b.replicas.cluster_has = plane.has_partition
+    return b, plane.cache
 
 
 async def call(b: Broker, api_key: int, version: int, body: dict[str, Any]) -> Any:

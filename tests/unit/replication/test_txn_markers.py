@@ -43,7 +43,7 @@ def test_markers_end_transactions_and_answer_per_partition(tmp_path: Path) -> No
     create(b, "t", 2)
     create(b, OFFSETS, 1)
     groups = RecordingGroups()
-    b.services["group_coordinator"] = groups
+    b.group_coordinator = groups  # type: ignore[assignment]
     for topic, index in (("t", 0), ("t", 1), (OFFSETS, 0)):
         open_txn(b, topic, index)
     part = b.replicas.get_or_raise("t", 0)
@@ -70,7 +70,7 @@ def test_offsets_marker_reaches_the_group_coordinator_once_replicated(tmp_path: 
     b = make_broker(tmp_path)
     create(b, OFFSETS, 1)
     groups = RecordingGroups()
-    b.services["group_coordinator"] = groups
+    b.group_coordinator = groups  # type: ignore[assignment]
     open_txn(b, OFFSETS, 0)
     part = b.replicas.get_or_raise(OFFSETS, 0)
     part.become_leader(1, isr=(b.broker_id, 2), replicas=(b.broker_id, 2))

@@ -16,8 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafkad.cluster.control_plane import TP, ZERO_ID, Reassignment, TopicCreated
-from kafkad.coordinator.group.config import OFFSETS_TOPIC
-from kafkad.coordinator.group.service import hidden_topics, ready_coordinator
 from kafkad.protocol import ErrorCode, KafkaError
 from kafkad.protocol.topic_names import INTERNAL_TOPICS, topic_name_error
 from kafkad.protocol.topic_rules import (
@@ -95,6 +93,10 @@ class LocalControlPlane:
         """__consumer_offsets is created on demand by the group coordinator: it is not listed while half
         made, and a request naming it creates it as Kafka does for internal topics (whatever
         auto.create.topics.enable says, if the request allows auto-creation)."""
+        # The group coordinator loads on the handlers' import thread, not with the Broker (service/main.py).
+        from kafkad.coordinator.group.config import OFFSETS_TOPIC
+        from kafkad.coordinator.group.service import hidden_topics, ready_coordinator
+
         broker = ctx.broker
         requested = body.get("topics")
         allow_auto = bool(body.get("allow_auto_topic_creation", True)) if ctx.version >= 4 else True
@@ -163,6 +165,8 @@ class LocalControlPlane:
     async def find_coordinator(self, ctx: RequestContext, key: str) -> Mapping[str, Any]:
         """This broker coordinates every group, once __consumer_offsets exists (created by the first
         lookup; concurrent lookups wait for the same creation)."""
+        from kafkad.coordinator.group.service import ready_coordinator
+
         broker = ctx.broker
         await ready_coordinator(broker)  # KafkaError(COORDINATOR_NOT_AVAILABLE) -> the error body
         host, port = broker.advertised_host_port(ctx.listener if ctx.session is not None else None)

@@ -118,7 +118,7 @@ class LogGroupStore:
         # min.insync.replicas before the append (NOT_ENOUGH_REPLICAS: nothing written); the callers wait
         # for the HW (ownership.commit_replicated). Standalone (ISR = {self}) appends as acks=1.
         self._required_acks = -1 if cluster else 1
-        if cluster:  # the controller creates the topic (cluster_metadata.py); never created here
+        if cluster:  # the controller creates the topic (cluster/metadata.py); never created here
             self.num_partitions = num_partitions
             self.ready = True
             return

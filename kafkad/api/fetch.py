@@ -18,8 +18,8 @@ replica.selector.class set, a leader points a consumer that sent its rack to an 
 v12 (KIP-320, flexible): a last_fetched_epoch whose end offset in our epoch cache is below the fetch
 offset (or whose epoch we never had) answers diverging_epoch {epoch, end_offset} and no records, as
 Kafka's Partition.fetchRecords, so a consumer detects truncation from the fetch itself.
-v13+ name topics by id (KIP-516, the control plane's topic_name; an unknown id answers UNKNOWN_TOPIC_ID), v15+ carry
-the follower's id in replica_state; v16's node endpoints and v17's replica directory id are left at their
+v13+ name topics by id (KIP-516, the control plane's topic_name; an unknown id answers UNKNOWN_TOPIC_ID),
+v15+ carry the follower's id in replica_state; v16's node endpoints and v17's replica directory id are left at their
 defaults (no KIP-951 leader hints, no KRaft directories).
 v0-3 read message format v0 (v0-1) or v1 (v2-3): the v2 batches read are down-converted on a worker
 thread after the long poll (storage/records/legacy.py), as Kafka does with message.downconversion.enable
@@ -39,7 +39,6 @@ from kafkad.replication.partition import Partition
 from kafkad.storage.records import legacy
 
 DEBUGGING_CONSUMER_ID = -2  # Kafka's: reads any replica up to its HW (kafkad-replica-verification)
-
 READ_COMMITTED = 1
 _NO_ABORTED: list[Any] = []
 

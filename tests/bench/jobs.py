@@ -8,14 +8,21 @@ producer process can be subtracted in the consumer process).
 from __future__ import annotations
 
 import os
-import struct
+import subprocess
+import threading
 import time
 from multiprocessing.connection import Connection
 from typing import Any
 
 import confluent_kafka as ck
 
-_STAMP = struct.Struct(">q")
+# A value starts with its send time, monotonic_ns as 20 ASCII digits: readable by the Python consumer and
+# by kcat's text output alike (a binary stamp may hold a newline).
+_STAMP_LEN = 20
+
+
+def _stamp(ns: int) -> bytes:
+    return b"%020d" % ns
 
 
 def _ready(conn: Connection) -> None:
@@ -97,8 +104,8 @@ def produce_rate(
             acks.append(msg.latency() * 1000.0)
 
     p = ck.Producer({"bootstrap.servers": bootstrap, "on_delivery": on_delivery, **config})
-    pad = b"p" * max(0, size - 8)
-    p.produce(topic, _STAMP.pack(0) + pad)
+    pad = b"p" * max(0, size - _STAMP_LEN)
+    p.produce(topic, _stamp(0) + pad)
     p.flush(30)
     acks.clear()
     _ready(conn)
@@ -109,7 +116,7 @@ def produce_rate(
     while sent < total:
         due = min(total, (time.monotonic_ns() - t0) * rate // 1_000_000_000 + 1)
         while sent < due:
-            p.produce(topic, _STAMP.pack(time.monotonic_ns()) + pad)
+            p.produce(topic, _stamp(time.monotonic_ns()) + pad)
             sent += 1
         p.poll(0)
         wait_ns = t0 + sent * 1_000_000_000 // rate - time.monotonic_ns()
@@ -168,12 +175,54 @@ def consume_latency(
         # poll() returns as soon as one record is there (consume(n, t) would wait to fill n until t).
         m = c.poll(0.1)
         if m is not None and m.error() is None:
-            stamp = _STAMP.unpack_from(m.value() or b"\0" * 8)[0]
+            stamp = int((m.value() or b"0")[:_STAMP_LEN])
             if stamp:
                 lat.append((time.monotonic_ns() - stamp) / 1e6)
     s1 = sched_self()
     c.close()
     return {"e2e_ms": lat, "sched": sched_delta(s0, s1)}
+
+
+def consume_latency_kcat(
+    conn: Connection, bootstrap: str, topic: str, expect: int, timeout_s: float, config: dict[str, Any]
+) -> dict[str, Any]:
+    """consume_latency with a C consumer: kcat (librdkafka) tails partition 0 from the high watermark and
+    prints each value on a line; this process reads the pipe and subtracts the stamp on arrival. Tells
+    the broker's share of the end-to-end latency from the Python consumer's."""
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{time.monotonic_ns()}"})
+    _, high = c.get_watermark_offsets(ck.TopicPartition(topic, 0), timeout=10)
+    c.close()
+    settings = [x for k, v in {"fetch.wait.max.ms": 100, **config}.items() for x in ("-X", f"{k}={v}")]
+    argv = ["kcat", "-C", "-u", "-q", "-b", bootstrap, "-t", topic, "-p", "0", "-o", str(high), "-f", "%s\n"]
+    proc = subprocess.Popen([*argv, *settings], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    out = proc.stdout
+    # kcat prints nothing until a record arrives: its fetch loop starts while the producer warms up, and
+    # the warm-up record (stamp 0) is skipped below.
+    _ready(conn)
+    s0 = sched_self()
+    kc0 = sched_self(proc.pid)
+    lat: list[float] = []
+    deadline = time.monotonic() + timeout_s
+    stopper = threading.Timer(timeout_s, proc.terminate)  # a silent kcat would block readline forever
+    stopper.start()
+    try:
+        while len(lat) < expect and time.monotonic() < deadline:
+            line = out.readline()  # a buffered pipe: each call returns as soon as a line is there
+            if not line:
+                break
+            stamp = int(line[:_STAMP_LEN])
+            if stamp:
+                lat.append((time.monotonic_ns() - stamp) / 1e6)
+        kc = sched_delta(kc0, sched_self(proc.pid))
+    finally:
+        stopper.cancel()
+        proc.terminate()
+        proc.wait(10)
+    s1 = sched_self()
+    mine = sched_delta(s0, s1)
+    both = {k: mine[k] + kc[k] for k in mine}  # the reader and kcat: the consumer side's CPU and wait
+    return {"e2e_ms": lat, "sched": both}
 
 
 def consume_all(

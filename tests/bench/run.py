@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="measure the committed HEAD (with this tree's tests/bench), not a working tree others are editing",
     )
+    p.add_argument("--latency-rates", default="", help="msg/s for the latency scenario, e.g. 10000,50000")
     a = p.parse_args(argv)
     if a.snapshot and not os.environ.get(_SNAPSHOT_ENV):
         args = [x for x in (sys.argv[1:] if argv is None else argv) if x != "--snapshot"]
@@ -132,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = SETTINGS[mode]
     if a.recovery_gib is not None:
         settings = dataclasses.replace(settings, recovery_bytes=int(a.recovery_gib * (1 << 30)))
+    if a.latency_rates:
+        settings = dataclasses.replace(
+            settings, latency_rates=tuple(int(r) for r in a.latency_rates.split(","))
+        )
     ctx = Context(mode, settings, work, pool, broker, sink)
     failed: list[str] = []
     try:

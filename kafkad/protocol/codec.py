@@ -75,11 +75,12 @@ def _uses_header_v0(api_key: int, api_version: int) -> bool:
     return api_version == 0 and api_key == _CONTROLLED_SHUTDOWN
 
 
+_COMPILED_GET = CODECS.compiled.get  # hot paths: a C dict lookup; CODECS.get compiles on a miss
 _CODECS_GET = CODECS.get
 
 
 def _codec(api_key: int, api_version: int) -> BodyCodec:
-    codec = _CODECS_GET((api_key, api_version))
+    codec = _COMPILED_GET((api_key, api_version)) or _CODECS_GET((api_key, api_version))
     if codec is None:
         raise ValueError(f"no schema for api {api_key} v{api_version}")
     return codec
@@ -116,7 +117,7 @@ def decode_request(frame: bytearray | bytes) -> Request:
     """Decode one request frame (no size prefix). Records fields are memoryviews into `frame`."""
     buf = memoryview(frame)
     header, pos = decode_request_header(buf)
-    codec = _CODECS_GET((header[0], header[1]))
+    codec = _COMPILED_GET((header[0], header[1])) or _CODECS_GET((header[0], header[1]))
     if codec is None:
         raise UnsupportedVersionError(
             header, f"api key {header.api_key} version {header.api_version} is not supported"
@@ -155,7 +156,7 @@ def _finish(out: p.Out) -> list[Chunk]:
 def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> list[Chunk]:
     """The whole response, size prefix included, as bytes runs and RecordsRef chunks."""
     api_key = header.api_key
-    codec = _CODECS_GET((api_key, header.api_version))
+    codec = _COMPILED_GET((api_key, header.api_version)) or _CODECS_GET((api_key, header.api_version))
     if codec is None:
         raise ValueError(f"no schema for api {api_key} v{header.api_version}")
     out = p.Out()

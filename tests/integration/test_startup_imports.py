@@ -70,6 +70,10 @@ NOT_IN_STANDALONE_PLAINTEXT = (
     "prometheus_client",
     "psutil",
     "importlib.metadata",  # the crc32c package's __init__ (kafkad.storage.crc loads its extension only)
+    "shutil",  # and with it bz2 and lzma: only a deletion's rmtree needs it (kafkad.storage.log_manager)
+    "bz2",
+    "lzma",
+    "random",  # a segment's roll jitter is drawn from os.urandom (kafkad.storage.partition_log)
     "kafkad.zk.client",
     "kafkad.controller.controller",
     "kafkad.cluster.zk_mode",

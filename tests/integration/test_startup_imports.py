@@ -74,6 +74,8 @@ NOT_IN_STANDALONE_PLAINTEXT = (
     "bz2",
     "lzma",
     "random",  # a segment's roll jitter is drawn from os.urandom (kafkad.storage.partition_log)
+    "encodings.idna",  # and stringprep, unicodedata: a listener on an IP literal is bound without
+    "unicodedata",  # uvloop's host.encode("idna") (kafkad.network.server._literal_socket)
     "kafkad.zk.client",
     "kafkad.controller.controller",
     "kafkad.cluster.zk_mode",

@@ -73,7 +73,6 @@ NOT_IN_STANDALONE_PLAINTEXT = (
     "shutil",  # and with it bz2 and lzma: only a deletion's rmtree needs it (kafkad.storage.log_manager)
     "bz2",
     "lzma",
-    "random",  # a segment's roll jitter is drawn from os.urandom (kafkad.storage.partition_log)
     "encodings.idna",  # and stringprep, unicodedata: a listener on an IP literal is bound without
     "unicodedata",  # uvloop's host.encode("idna") (kafkad.network.server._literal_socket)
     "kafkad.zk.client",

@@ -36,8 +36,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden" / "requests.jsonl"
 
-# Response fields whose values are random per run (uuids, generated member ids) or per connection.
-MASKED_FIELDS = frozenset({"cluster_id", "topic_id", "member_id", "port"})
+# Response fields whose values are random per run (uuids, generated member ids, fetch session ids) or per
+# connection.
+MASKED_FIELDS = frozenset({"cluster_id", "topic_id", "member_id", "port", "session_id"})
 # Files whose content is random per run (ids) or holds wall-clock times; compared by presence only.
 MASKED_FILES = ("meta.properties", "partition.metadata", "__consumer_offsets-", ".kafkad-clean-shutdown")
 

@@ -138,8 +138,12 @@ class Group:
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_members: dict[str, TimerHandle] = field(default_factory=dict)
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
-    # cluster mode: the append order (PendingCommit.seq) of the commit `offsets` holds per partition
+    # the append order (PendingCommit.seq) of the commit `offsets` holds per partition: cluster mode, and
+    # any group with transactional offset commits pending (a marker must not undo a newer commit)
     offset_seqs: dict[tuple[str, int], int] = field(default_factory=dict)
+    # TxnOffsetCommit: producer id -> partition -> (offset, append seq), invisible until the producer's
+    # COMMIT marker lands in __consumer_offsets (dropped on ABORT); OffsetFetch require_stable waits on them
+    pending_txn: dict[int, dict[tuple[str, int], tuple[OffsetValue, int]]] = field(default_factory=dict)
     join_timer: TimerHandle | None = None
     initial_delay_active: bool = False
     initial_delay_remaining_ms: int = 0

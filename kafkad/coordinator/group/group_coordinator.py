@@ -5,7 +5,8 @@ answered. `load(records)` replays __consumer_offsets at start: groups with membe
 Stable (members keep their slots and assignments and get a fresh session timer), groups without
 members come back Empty. Every `offsets.retention.check.interval.ms` the expiry pass drops
 offsets of Empty groups idle for `offsets.retention.minutes` (writing tombstones) and removes
-Empty groups left without offsets.
+Empty groups left without offsets. Transactional offset commits (TxnOffsetCommit) and the markers that
+make them visible are the `TxnOffsets` mixin's (txn_offsets.py).
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ from kafkad.coordinator.group.store import (
     GroupStore,
     KeyValue,
     LoadedState,
+    Replayed,
     group_tombstone,
     offset_record,
 )
 from kafkad.coordinator.group.subscriptions import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from kafkad.coordinator.group.timers import Scheduler, TimerHandle
+from kafkad.coordinator.group.txn_offsets import TxnOffsets
 from kafkad.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -85,7 +88,7 @@ def _store_error(exc: Exception) -> ErrorCode:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-class GroupCoordinator(MembershipCoordinator):
+class GroupCoordinator(TxnOffsets, MembershipCoordinator):
     def __init__(
         self,
         config: GroupConfig,
@@ -101,6 +104,8 @@ class GroupCoordinator(MembershipCoordinator):
         # offsets for the expiry pass (Kafka's hasOffsets counts pendingOffsetCommits)
         self._replicating: dict[str, int] = {}
         self._append_seq = 0  # PendingCommit.seq of the last pending commit appended
+        self._txn_groups: dict[int, set[str]] = {}
+        self.offsets_partition_count = config.offsets_topic_num_partitions
 
     # --- OffsetCommit / OffsetFetch ----------------------------------------------------------
 
@@ -156,6 +161,9 @@ class GroupCoordinator(MembershipCoordinator):
                 return results
             if pending is None:
                 group.offsets.update(accepted)
+                if group.pending_txn:  # a later marker must not put an older transactional offset over these
+                    self._append_seq += 1
+                    group.offset_seqs.update(dict.fromkeys(accepted, self._append_seq))
             else:
                 pending.offsets.update(accepted)
                 self._append_seq += 1
@@ -210,7 +218,8 @@ class GroupCoordinator(MembershipCoordinator):
     def fetch_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition] | None
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetValue | None]]:
-        """Committed offsets (None = nothing committed); `partitions=None` means all of them."""
+        """Committed offsets (None = nothing committed); `partitions=None` means all of them (with
+        require_stable, those of `unstable_partitions` answer UNSTABLE_OFFSET_COMMIT instead)."""
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, {}
         group = self.groups.get(group_id)
@@ -309,7 +318,7 @@ class GroupCoordinator(MembershipCoordinator):
 
     # --- load at start -----------------------------------------------------------------------
 
-    def load(self, records: Iterable[KeyValue]) -> None:
+    def load(self, records: Iterable[Replayed]) -> None:
         """Rebuild groups and offsets from the replayed __consumer_offsets records."""
         state = LoadedState()
         state.apply_all(records)
@@ -345,6 +354,7 @@ class GroupCoordinator(MembershipCoordinator):
                     for m in group.members.values():
                         self._touch(group, m)
             self.groups[group_id] = group
+        self._load_pending(state)
         log.info("loaded %d groups from the offsets topic", len(self.groups))
 
     # --- offset expiry -----------------------------------------------------------------------
@@ -408,6 +418,7 @@ class GroupCoordinator(MembershipCoordinator):
             drop_group = (
                 len(expired) == len(group.offsets)
                 and not group.pending_members
+                and not group.pending_txn
                 and group.group_id not in self._replicating
             )
             if drop_group:

@@ -19,6 +19,13 @@ the partition without a copy, and the group's partition number is cached. The us
 record whose key repeats commit after commit with a value of the same size: its batch is a copy of
 the key's last batch with the value, the two header timestamps and the CRC written over
 (`_one_record_batch`), no varint or record encoding at all.
+
+A TxnOffsetCommit is a transactional batch of its producer (id, epoch; attributes' transactional bit),
+so the partition's producer state fences an older epoch and holds the last stable offset until the
+marker. Its base sequence continues the producer's last one in the partition: Kafka appends it with
+AppendOrigin.COORDINATOR, which skips the sequence check, and continuing the sequence passes the check
+of a log that makes it (a repeated sequence would be taken for a retried duplicate and dropped).
+`replay()` yields those records as store.TxnRecord and each marker as store.TxnEnd.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from typing import Any, Protocol
 from kafkad.clock import Clock
 from kafkad.coordinator.group.config import OFFSETS_TOPIC
 from kafkad.coordinator.group.records import partition_for
-from kafkad.coordinator.group.store import KeyValue
+from kafkad.coordinator.group.store import KeyValue, Producer, Replayed, TxnEnd, TxnRecord
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.storage.crc import crc32c
 from kafkad.storage.records import decode_batch, iter_headers
@@ -43,6 +50,7 @@ from kafkad.storage.records.batch import (
     HEADER_STRUCT,
     LOG_OVERHEAD,
     MAGIC,
+    TRANSACTIONAL_FLAG,
 )
 from kafkad.storage.records.varint import encode_varint
 
@@ -50,6 +58,7 @@ log = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 20
 _UINT32 = struct.Struct(">I")
+_MARKER_TYPE = struct.Struct(">h")
 _TIMESTAMPS = struct.Struct(">qq")  # firstTimestamp, maxTimestamp
 _FIRST_TIMESTAMP_OFFSET = 27
 _PARTITION_CACHE_MAX = 65536
@@ -187,7 +196,14 @@ class LogGroupStore:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC}-{index} is not available")
         return part
 
-    def write(self, group_id: str, records: Sequence[KeyValue], *, cleanup: bool = False) -> None:
+    def write(
+        self,
+        group_id: str,
+        records: Sequence[KeyValue],
+        *,
+        cleanup: bool = False,
+        producer: Producer | None = None,
+    ) -> None:
         if not records:
             return
         now = self.clock.time_ms()
@@ -197,7 +213,10 @@ class LogGroupStore:
                 self._partition_of.clear()
             index = self._partition_of[group_id] = partition_for(group_id, self.num_partitions)
         part = self._partition(index)
-        if len(records) == 1 and records[0][1] is not None:
+        if producer is not None:
+            seq = _next_sequence(part, producer)
+            batch = _offsets_batch(records, now, producer, seq)
+        elif len(records) == 1 and records[0][1] is not None:
             batch = self._one_record_batch(records[0][0], records[0][1], now)
         else:
             batch = _offsets_batch(records, now)
@@ -223,13 +242,27 @@ class LogGroupStore:
         _UINT32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
         return buf
 
-    def replay(self) -> Iterator[KeyValue]:
-        """Every record of every partition, oldest first (blocking reads; small on appliances)."""
+    def log_ends(self) -> dict[int, int]:
+        """The log end offset of every partition this broker leads (where a replay stops)."""
+        ends = {}
+        for index in range(self.num_partitions):
+            part = self.replicas.get(OFFSETS_TOPIC, index)
+            if part is not None and part.is_leader:
+                ends[index] = part.log_end_offset
+        return ends
+
+    def replay(
+        self, *, upto: Mapping[int, int] | None = None, since: Mapping[int, int] | None = None
+    ) -> Iterator[Replayed]:
+        """Every record of every partition, oldest first (blocking reads; small on appliances); `upto`
+        stops each partition at that offset (the replay in the executor), `since` starts it there (the
+        tail appended meanwhile, read on the loop, so no marker lands between the two unseen)."""
         for index in range(self.num_partitions):
             part = self.replicas.get(OFFSETS_TOPIC, index)
             if part is None or not part.is_leader:  # cluster mode: groups/ownership.py loads on election
                 continue
-            yield from replay_partition(part)
+            start = None if since is None else since.get(index)
+            yield from replay_partition(part, start=start, end=None if upto is None else upto.get(index))
 
 
 _RECORD_HEAD = b"\x00\x00"  # attributes 0, timestamp delta 0 (every record has the batch timestamp)
@@ -243,9 +276,21 @@ def _varint(n: int) -> bytes:
     return _VARINTS[n] if n < 1024 else encode_varint(n)
 
 
-def _offsets_batch(records: Sequence[KeyValue], timestamp: int) -> bytearray:
+def _next_sequence(part: PartitionLike, producer: Producer) -> int:
+    """The base sequence continuing `producer`'s last batch in the partition (0 in a new epoch)."""
+    entry = getattr(getattr(part.log, "producer_state", None), "producers", {}).get(producer.producer_id)
+    if entry is None or entry.epoch != producer.producer_epoch or not entry.batches:
+        return 0
+    last: int = entry.batches[-1].last_seq
+    return 0 if last >= 0x7FFFFFFF else last + 1
+
+
+def _offsets_batch(
+    records: Sequence[KeyValue], timestamp: int, producer: Producer | None = None, base_sequence: int = -1
+) -> bytearray:
     """One uncompressed v2 batch of `records` (what storage's build_batch would make of
-    SimpleRecord(k, v, timestamp=timestamp) each, without the per-record objects)."""
+    SimpleRecord(k, v, timestamp=timestamp) each, without the per-record objects); with `producer`,
+    a transactional batch of that producer starting at `base_sequence`."""
     buf = bytearray(BATCH_OVERHEAD)
     for delta, (key, value) in enumerate(records):
         head = _RECORD_HEAD + _varint(delta) + _varint(len(key))
@@ -263,17 +308,24 @@ def _offsets_batch(records: Sequence[KeyValue], timestamp: int) -> bytearray:
             buf += value
             buf += b"\x00"  # no headers
     n = len(records)
+    attributes, pid, epoch = 0, -1, -1
+    if producer is not None:
+        attributes, pid, epoch = TRANSACTIONAL_FLAG, producer.producer_id, producer.producer_epoch
     HEADER_STRUCT.pack_into(
-        buf, 0, 0, len(buf) - LOG_OVERHEAD, -1, MAGIC, 0, 0, n - 1, timestamp, timestamp, -1, -1, -1, n
-    )
+        buf, 0, 0, len(buf) - LOG_OVERHEAD, -1, MAGIC, 0, attributes, n - 1, timestamp, timestamp,
+        pid, epoch, base_sequence, n,
+    )  # fmt: skip
     _UINT32.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
     return buf
 
 
-def replay_partition(part: PartitionLike) -> Iterator[KeyValue]:
-    """Every record of one partition, oldest first (blocking reads)."""
-    offset = part.log_start_offset
-    end = part.log_end_offset
+def replay_partition(
+    part: PartitionLike, *, start: int | None = None, end: int | None = None
+) -> Iterator[Replayed]:
+    """Every record of one partition from `start` (its log start) to `end` (its log end), oldest first
+    (blocking reads): plain records as (key, value), transactional ones as TxnRecord, markers as TxnEnd."""
+    offset = part.log_start_offset if start is None else max(start, part.log_start_offset)
+    end = part.log_end_offset if end is None else end
     while offset < end:
         result = part.log.read(offset, _READ_CHUNK, max_offset=end, min_one_batch=True)
         if not result.slices:
@@ -281,8 +333,13 @@ def replay_partition(part: PartitionLike) -> Iterator[KeyValue]:
         data = b"".join(s.read() for s in result.slices)
         last = offset - 1
         for header in iter_headers(data):
+            if header.base_offset >= end:
+                break  # past where this replay stops (the tail replay reads on from there)
             last = header.last_offset
             if header.is_control:
+                end_txn = _marker(data, header)
+                if end_txn is not None and header.base_offset >= offset:
+                    yield end_txn
                 continue
             try:  # decompression is bounded (codecs.MAX_DECOMPRESSED_BYTES): a bomb raises
                 records = decode_batch(data, header.position).records
@@ -295,9 +352,24 @@ def replay_partition(part: PartitionLike) -> Iterator[KeyValue]:
                     exc,
                 )
                 continue
+            txn = header.is_transactional
             for rec in records:
                 if rec.offset >= offset and rec.key is not None:
-                    yield rec.key, rec.value
+                    yield TxnRecord(rec.key, rec.value, header.producer_id) if txn else (rec.key, rec.value)
         if last < offset:
             break  # no complete batch in the slice: a torn tail
         offset = last + 1
+
+
+def _marker(data: bytes, header: Any) -> TxnEnd | None:
+    """The transaction marker of a control batch (key: version int16, type int16: 0 ABORT, 1 COMMIT)."""
+    try:
+        (rec,) = decode_batch(data, header.position).records
+        key = rec.key
+        if key is None or len(key) < 4:
+            return None
+        kind = _MARKER_TYPE.unpack_from(key, 2)[0]
+    except (KafkaError, ValueError, struct.error) as exc:
+        log.warning("%s: control batch at %d unreadable, skipped: %s", OFFSETS_TOPIC, header.base_offset, exc)
+        return None
+    return TxnEnd(header.producer_id, kind == 1) if kind in (0, 1) else None

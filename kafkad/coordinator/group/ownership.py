@@ -78,10 +78,14 @@ class GroupOwnership:
         index = part.index
         try:
             loop = asyncio.get_running_loop()
-            records = await loop.run_in_executor(None, lambda: list(replay_partition(part)))
+            end = part.log_end_offset
+            records = await loop.run_in_executor(None, lambda: list(replay_partition(part, end=end)))
             coordinator = self._coordinator()
             if coordinator is None or not part.is_leader or part.leader_epoch != epoch:
                 return
+            # what was appended during the replay, read on the loop: a transaction marker written then
+            # found no group to tell (on_txn_marker), so the load must see it
+            records += replay_partition(part, start=end)
             coordinator.load(records)
             self.loaded.add(index)
             log.info("%s-%d: leader; loaded %d records of its groups", OFFSETS_TOPIC, index, len(records))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kafkad.coordinator.group.config import OFFSETS_TOPIC, GroupConfig
 from kafkad.coordinator.group.group_coordinator import GroupCoordinator
 from kafkad.coordinator.group.log_store import LogGroupStore
-from kafkad.coordinator.group.store import KeyValue
+from kafkad.coordinator.group.store import Replayed
 from kafkad.coordinator.group.timers import LoopScheduler
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ def _build(broker: Broker) -> tuple[GroupCoordinator, LogGroupStore]:
         store,
         partition_exists=replicas.partition_known,
     )
+    coordinator.offsets_partition_count = store.num_partitions
     return coordinator, store
 
 
@@ -106,11 +107,13 @@ async def start_group_coordinator(broker: Broker) -> GroupCoordinator:
     if existing is not None:
         return existing
     coordinator, store = _build(broker)
-    records: list[KeyValue] = await asyncio.get_running_loop().run_in_executor(
-        None, lambda: list(store.replay())
+    ends = store.log_ends()
+    records: list[Replayed] = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: list(store.replay(upto=ends))
     )
     if broker.group_coordinator is not None:  # a request built one meanwhile
         return broker.group_coordinator
+    records += store.replay(since=ends)  # appended meanwhile (a transaction marker): on the loop
     coordinator.load(records)
     coordinator.start_expiry()
     broker.group_coordinator, broker.group_store = coordinator, store

@@ -39,6 +39,11 @@ from tests.chaos.workload import classify, rdkafka_debug
 log = logging.getLogger(__name__)
 
 COMMON: dict[str, Any] = {
+    # librdkafka 2.x re-bootstraps when every broker is down (the standalone broker killed): the
+    # decommissioned broker handle then never finishes terminating, and a transactional request bound to
+    # it (send_offsets_to_transaction's TxnOffsetCommit) hangs past its timeout. The brokers come back
+    # at the same addresses: no re-bootstrap is needed.
+    "metadata.recovery.strategy": "none",
     "topic.metadata.refresh.interval.ms": 1000,
     "reconnect.backoff.max.ms": 500,
     "log_level": 0,

@@ -12,6 +12,8 @@ v0-1 clients (before KAFKA-7296) get COORDINATOR_NOT_AVAILABLE instead of COORDI
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +27,8 @@ from kafkad.coordinator.group.store import Producer
 from kafkad.coordinator.group.txn_offsets import txn_append_error
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
+
+log = logging.getLogger(__name__)
 
 VERIFIER_KEY = "txn_verifier"  # replication/txn_verify.SERVICE_KEY
 
@@ -63,6 +67,21 @@ def _error_body(request: Request, code: ErrorCode) -> Mapping[str, Any]:
     return _answer(request, 4, dict.fromkeys(tps, code))
 
 
+async def _verify(verifier: Any, txn_id: str, producer: Producer, index: int) -> ErrorCode:
+    """The coordinator's answer for the offsets partition; its own task, as the dispatcher steps a
+    handler's coroutine outside any task at first and a remote check needs one (asyncio.timeout)."""
+    check = asyncio.ensure_future(
+        verifier.verify(txn_id, producer.producer_id, producer.producer_epoch, OFFSETS_TOPIC, index)
+    )
+    try:
+        return ErrorCode(await check)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # retriable for the client, as Produce's verification answers
+        log.warning("transaction verification of %s-%d for %s failed: %r", OFFSETS_TOPIC, index, txn_id, exc)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
 @handler(ApiKey.TXN_OFFSET_COMMIT, 0, 4, error_body=_error_body)
 async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     b = request.body
@@ -77,9 +96,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     verifier = ctx.broker.services.get(VERIFIER_KEY)
     if verifier is not None:
         index = partition_for(group_id, coordinator.offsets_partition_count)
-        verified: ErrorCode = await verifier.verify(
-            b["transactional_id"] or "", producer.producer_id, producer.producer_epoch, OFFSETS_TOPIC, index
-        )
+        verified = await _verify(verifier, b["transactional_id"] or "", producer, index)
         if verified is not ErrorCode.NONE:
             code = txn_append_error(KafkaError(verified, "transaction verification"))
             return _answer(request, ctx.version, {(t, p["partition_index"]): code for t, p in asked})

@@ -322,3 +322,87 @@ def raw_produce_throughput(
         return {"records": n * per_batch, "bytes": n * per_batch * size, "errors": 0, "s": s}
 
     return uvloop.run(main())
+
+
+def txn_produce_throughput(
+    conn: Connection,
+    bootstrap: str,
+    topic: str,
+    size: int,
+    duration_s: float,
+    commit_interval_s: float,
+    config: dict[str, Any],
+) -> dict[str, Any]:
+    """produce_throughput inside transactions: begin, produce as fast as the client allows, commit every
+    `commit_interval_s`, for `duration_s`; counts the records of committed transactions."""
+    p = ck.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"bench-{os.getpid()}-{time.monotonic_ns()}",
+            "queue.buffering.max.messages": 1_000_000,
+            **config,
+        }
+    )
+    p.init_transactions(60)
+    value = b"v" * size
+    p.begin_transaction()  # connect + metadata + the partition added before the clock starts
+    p.produce(topic, value)
+    p.commit_transaction(60)
+    produce = p.produce
+    _ready(conn)
+    t0 = time.monotonic()
+    end = t0 + duration_s
+    committed = 0
+    commits = 0
+    while time.monotonic() < end:
+        p.begin_transaction()
+        n = 0
+        close_at = min(end, time.monotonic() + commit_interval_s)
+        while time.monotonic() < close_at:
+            for _ in range(500):
+                try:
+                    produce(topic, value)
+                except BufferError:
+                    p.poll(0.001)
+                    continue
+                n += 1
+            p.poll(0)
+        p.commit_transaction(60)
+        committed += n
+        commits += 1
+    elapsed = time.monotonic() - t0
+    return {"records": committed, "bytes": committed * size, "commits": commits, "s": elapsed}
+
+
+def consume_to_end(
+    conn: Connection, bootstrap: str, topic: str, partitions: int, config: dict[str, Any]
+) -> dict[str, Any]:
+    """Catch up every partition from offset 0 to its end (high watermark, or the last stable offset for
+    read_committed) with a confluent consumer: done when the position passed the end, which also counts
+    the control records and aborted data a read_committed consumer skips."""
+    c = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"catchup-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            **config,
+        }
+    )
+    tps = [ck.TopicPartition(topic, p, 0) for p in range(partitions)]
+    ends = {tp.partition: c.get_watermark_offsets(tp, timeout=30, cached=False)[1] for tp in tps}
+    c.assign(tps)
+    _ready(conn)
+    t0 = time.monotonic()
+    n = 0
+    nbytes = 0
+    while time.monotonic() - t0 < 600:
+        for m in c.consume(10000, 0.01):
+            if m.error() is None:
+                n += 1
+                nbytes += len(m.value() or b"")
+        pos = c.position([ck.TopicPartition(topic, p) for p in ends])
+        if all(tp.offset >= ends[tp.partition] for tp in pos):
+            break
+    elapsed = time.monotonic() - t0
+    c.close()
+    return {"records": n, "bytes": nbytes, "s": elapsed}

@@ -32,6 +32,7 @@ from tests.bench import (
     scenario_produce,
     scenario_replication,
     scenario_reset,
+    scenario_transactions,
 )
 from tests.bench.context import SETTINGS, Context, Mode
 from tests.bench.servers import start_broker, start_sink
@@ -53,6 +54,7 @@ SCENARIOS: dict[str, Callable[[Context], None]] = {
     "reset": scenario_reset.offset_reset,  # out-of-range consumers of each Python stack (issue 15)
     "durability": scenario_durability.durability,  # flush.messages=1 vs default, standalone and RF 3 (issue 18)
     "conversion": scenario_misc.conversion,  # message format v0/v1 (issue 23), in process
+    "transactions": scenario_transactions.transactions,  # EOS throughput, read_committed, failover (issue 20)
     "recovery": scenario_misc.recovery,
 }
 

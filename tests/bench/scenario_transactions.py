@@ -188,9 +188,7 @@ def _failover(ctx: Context) -> None:
                 victim = state.leader
                 t0 = time.monotonic()
                 c.kill9(victim)
-                c.wait_until(
-                    lambda t0=t0: any(t > t0 for t in committer.commits), 120, "a commit after the kill"
-                )
+                c.wait_until(_after(committer.commits, t0), 120, "a commit after the kill")
                 times.append(min(t for t in committer.commits if t > t0) - t0)
                 log.info(
                     "txn failover run %d: broker %d killed, next commit after %.2f s", i, victim, times[-1]

@@ -76,8 +76,10 @@ packages: $(VENV)/.test-installed
 # (e.g. CHAOS_ARGS="--seed 42 --cycles 200"); the short mode runs inside `make test` (tests/chaos). Then the
 # power-loss scenarios (tests/chaos/powerloss_scenarios.py: 50 whole-rack power losses with Kafka's defaults,
 # 25 of one appliance, 50 of the rack with log.flush.interval.messages=1; POWERLOSS_ARGS adds options).
+# Then the transactional workload (tests/chaos/txn_main.py: 100 cycles; TXN_CHAOS_ARGS adds options).
 chaos: $(VENV)/.test-installed
 	$(PY) -m tests.chaos.main --mode long --out chaos-report $(CHAOS_ARGS)
+	$(PY) -m tests.chaos.txn_main --mode long --out chaos-report/transactions $(TXN_CHAOS_ARGS)
 	$(PY) -m tests.chaos.powerloss_scenarios --mode long --out chaos-report/powerloss $(POWERLOSS_ARGS)
 
 lint: install

@@ -15,46 +15,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos.envs import cluster_env, standalone_env
-from tests.chaos.nemesis import Nemesis
+from tests.chaos.envs import ChaosEnv, cluster_env, standalone_env
 from tests.chaos.txn_history import TxnHistory
-from tests.chaos.txn_runner import KillProcessor, TxnChaosResult, TxnCoordinatorKill, run_txn_chaos
+from tests.chaos.txn_main import CLUSTER_OVERRIDES, OVERRIDES, SINK, SOURCE, nemeses_for
+from tests.chaos.txn_runner import TxnChaosResult, run_txn_chaos
 from tests.chaos.txn_workload import TxnWorkload
 from tests.chaos.workload import create_topic
 
 pytestmark = [pytest.mark.system]
-
-SOURCE, SINK = "txn-in", "txn-out"
-STATE_PARTITIONS = 5
-OVERRIDES = {
-    "transaction.state.log.num.partitions": str(STATE_PARTITIONS),
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
-}
 
 
 def seed() -> int:
     return int(os.environ.get("CHAOS_SEED") or random.randrange(1 << 32))
 
 
-def _run(env: object, tmp_path: Path, names: list[str], rf: int) -> TxnChaosResult:
-    from tests.chaos.envs import ChaosEnv
-
-    assert isinstance(env, ChaosEnv)
+def _run(env: ChaosEnv, tmp_path: Path, names: list[str], rf: int) -> TxnChaosResult:
     for topic in (SOURCE, SINK):
         create_topic(env.bootstrap, topic, env.partitions, rf, {"min.insync.replicas": "2"} if rf > 1 else {})
     w = TxnWorkload(TxnHistory(), env.bootstrap, SOURCE, SINK, env.partitions, processors=2, rate=60)
-    nemeses: list[Nemesis] = []
-    for name in names:
-        if name == "kill-processor":
-            nemeses.append(KillProcessor(w))
-        elif name == "kill9-txn-coordinator":
-            nemeses.append(TxnCoordinatorKill(env.brokers, w, STATE_PARTITIONS))
-        else:
-            (nem,) = env.nemeses([name])
-            nem.topic = SINK  # type: ignore[attr-defined]  # the output topic's leaders
-            nemeses.append(nem)
     res = run_txn_chaos(
-        w, nemeses, cycles=len(nemeses), seed=seed(), out_dir=tmp_path / "report",
+        w, nemeses_for(env, w, names), cycles=len(names), seed=seed(), out_dir=tmp_path / "report",
         hold=(1.0, 2.0), quiet=(1.0, 2.0), healthy=env.healthy,
     )  # fmt: skip
     print("txn chaos table:", json.dumps(res.table(), indent=1))
@@ -74,12 +54,7 @@ def test_txn_chaos_short_standalone(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(900)
 def test_txn_chaos_short_cluster(tmp_path: Path) -> None:
-    overrides = {
-        **OVERRIDES,
-        "transaction.state.log.replication.factor": "3",
-        "transaction.state.log.min.isr": "2",
-    }
-    with cluster_env(tmp_path / "env", overrides=overrides) as env:
+    with cluster_env(tmp_path / "env", overrides=CLUSTER_OVERRIDES) as env:
         res = _run(env, tmp_path, ["kill9-txn-coordinator", "kill9-leader", "kill-processor"], 3)
         detail = env.describe()
     assert res.valid, res.explain() + "\n" + detail

@@ -313,6 +313,11 @@ class GroupCoordinator(TxnOffsets, MembershipCoordinator):
                 return _store_error(exc), {}
             for tp in present:
                 del group.offsets[tp]
+        for (
+            pending
+        ) in group.pending_txn.values():  # Kafka's removeOffsets: a later marker must not revive them
+            for tp in deletable:
+                pending.pop(tp, None)
         results.update(dict.fromkeys(deletable, ErrorCode.NONE))
         return ErrorCode.NONE, results
 

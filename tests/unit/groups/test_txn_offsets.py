@@ -225,3 +225,15 @@ def test_log_store_continues_the_producer_sequence() -> None:
     assert read_header(home.log.batches[-1][1]).base_sequence == 5
     store.write("s", [(b"k", b"v")], producer=Producer(1000, 4))  # a new epoch starts at 0
     assert read_header(home.log.batches[-1][1]).base_sequence == 0
+
+
+def test_offset_delete_drops_pending_transactional_offsets() -> None:
+    """Kafka's removeOffsets: OffsetDelete removes the partition's pending transactional offsets too, so
+    the producer's later COMMIT marker does not bring back an offset the admin deleted."""
+    h = Harness()
+    h.coord.commit_offsets("s", -1, "", None, {TP: OffsetCommit(5)})
+    assert _txn_commit(h, 10) is E.NONE
+    assert h.coord.delete_offsets("s", [TP]) == (E.NONE, {TP: E.NONE})
+    assert h.coord.unstable_partitions("s") == set()
+    h.coord.on_txn_marker(_home(h), P1.producer_id, True)
+    assert _offset(h) is None

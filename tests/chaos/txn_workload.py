@@ -10,7 +10,12 @@ TxnHistory (txn_history.py) for txn_checker.py.
   An abortable error aborts and rewinds to the batch's first offsets; a fatal one (fenced, producer state
   lost) replaces the producer (init_transactions fences the old one and aborts its transaction) and rewinds
   the consumer to the group's committed offsets. Outcomes: ok (commit acknowledged), failed (abort
-  acknowledged), unknown (anything else).
+  acknowledged), unknown (anything else). The group's offsets start at 0 (committed before the processors
+  start) and the processors run with auto.offset.reset=error: librdkafka 2.16 starts a partition at
+  auto.offset.reset when an OffsetFetch answered UNSTABLE_OFFSET_COMMIT after a rebalance changed its
+  assignment (rdkafka_assignment.c puts it back on the pending list with offset INVALID; seen with
+  debug=cgrp, and Kafka answers UNSTABLE the same way), which with `earliest` re-reads the input and
+  breaks exactly-once on the client side. With `error` the processor sees _AUTO_OFFSET_RESET and rejoins.
 - `kill_processor()`: a processor dies mid-transaction: its producer is abandoned with the transaction
   open (never used again, so only the coordinator's timeout can end it; a `died` op), its consumer closed;
   the processor comes back with a new transactional id and redoes the input from the committed offsets.
@@ -119,6 +124,7 @@ class Processor(_Thread):
         self.n_txn = 0
         self.last_commit = 0.0
         self.committed_txns = 0
+        self.resets = 0  # _AUTO_OFFSET_RESET errors seen (each followed by a rejoin)
         self.kill_requested = threading.Event()
         self.graveyard: list[Producer] = []  # producers abandoned mid-transaction (kept alive, unused)
         self._offsets: dict[str, int] = {}  # output value -> acknowledged offset (delivery reports)
@@ -145,7 +151,7 @@ class Processor(_Thread):
     def _consumer(self) -> Consumer:
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group,
                       "isolation.level": "read_committed", "enable.auto.commit": False,
-                      "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
+                      "auto.offset.reset": "error", "session.timeout.ms": 10000,
                       "heartbeat.interval.ms": 1000, **COMMON})  # fmt: skip
         c.subscribe([self.source])
         return c
@@ -176,7 +182,12 @@ class Processor(_Thread):
             prod.flush(10)
 
     def _step(self, prod: Producer, cons: Consumer) -> tuple[Producer, Consumer]:
-        msgs = [m for m in cons.consume(num_messages=self.batch, timeout=0.1) if m.error() is None]
+        got_msgs = cons.consume(num_messages=self.batch, timeout=0.1)
+        if any(_code(m) == KafkaError._AUTO_OFFSET_RESET for m in got_msgs):
+            self.resets += 1  # the client lost the committed offset (see the module docstring): rejoin
+            cons.close()
+            return prod, self._consumer()
+        msgs = [m for m in got_msgs if m.error() is None]
         if not msgs:
             return prod, cons
         txn = f"{self._txn_id()}-{self.n_txn}"
@@ -250,6 +261,11 @@ class Processor(_Thread):
     def _close_quietly(prod: Producer) -> None:
         with contextlib.suppress(Exception):  # a fenced producer may refuse: it is replaced anyway
             prod.flush(1)
+
+
+def _code(m: Any) -> int | None:
+    err = m.error()
+    return None if err is None else int(err.code())
 
 
 def _seek(cons: Consumer, topic: str, first: dict[int, int]) -> None:
@@ -377,6 +393,13 @@ class TxnWorkload:
         return [self.src, *self.processors, *self.readers, self.monitor]
 
     def start(self) -> None:
+        """The group's offsets start at 0 (the processors never reset: auto.offset.reset=error)."""
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"eos-{self.source}", **COMMON})
+        try:
+            c.commit(offsets=[TopicPartition(self.source, p, 0) for p in range(self.partitions)],
+                     asynchronous=False)  # fmt: skip
+        finally:
+            c.close()
         for t in self.threads():
             t.start()
 

@@ -184,6 +184,7 @@ def run_txn_chaos(
         json.dumps(
             {"seed": seed, "valid": res.valid, "drained": drained, "summary": report.summary(),
              "client_offset_resets": {p.client: p.resets for p in workload.processors},
+             "consume_errors": {p.client: p.consume_errors for p in workload.processors},
              "recovery": res.table(), "anomalies": {k: v[:50] for k, v in report.anomalies.items()},
              "unrecovered": unrecovered, "errors": errors[:50]},
             indent=1, default=str,

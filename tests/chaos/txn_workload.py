@@ -125,6 +125,7 @@ class Processor(_Thread):
         self.last_commit = 0.0
         self.committed_txns = 0
         self.resets = 0  # _AUTO_OFFSET_RESET errors seen (each followed by a rejoin)
+        self.consume_errors: dict[int, int] = {}  # error code -> count, of consume()
         self.kill_requested = threading.Event()
         self.graveyard: list[Producer] = []  # producers abandoned mid-transaction (kept alive, unused)
         self._offsets: dict[str, int] = {}  # output value -> acknowledged offset (delivery reports)
@@ -187,6 +188,10 @@ class Processor(_Thread):
             self.resets += 1  # the client lost the committed offset (see the module docstring): rejoin
             cons.close()
             return prod, self._consumer()
+        for m in got_msgs:
+            code = _code(m)
+            if code is not None:
+                self.consume_errors[code] = self.consume_errors.get(code, 0) + 1
         msgs = [m for m in got_msgs if m.error() is None]
         if not msgs:
             return prod, cons

@@ -19,7 +19,6 @@ from typing import Any
 
 from kafkad.coordinator.group import OffsetCommit
 from kafkad.coordinator.group.config import OFFSETS_TOPIC
-from kafkad.coordinator.group.ownership import SERVICE_KEY as OWNERSHIP_KEY
 from kafkad.coordinator.group.ownership import check_coordinator, commit_replicated
 from kafkad.coordinator.group.records import partition_for
 from kafkad.coordinator.group.service import coordinator_if_ready, ready_coordinator
@@ -114,7 +113,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         b.get("group_instance_id"),
         offsets,
     )
-    own = ctx.broker.services.get(OWNERSHIP_KEY)
+    own = ctx.broker.group_ownership  # cluster mode: answer once the offsets are replicated
     appended = [tp for tp, code in results.items() if code is ErrorCode.NONE]
     if own is not None and appended:
         failed = await commit_replicated(own, group_id)

@@ -91,9 +91,18 @@ def error_codes(body: Any) -> Iterator[int]:
 
 # SaslHandshake, SaslAuthenticate, the ACL and SCRAM credential APIs (every listener, as Kafka does).
 SECURITY_ADVERTISED = {17: (0, 1), 36: (0, 2), 29: (0, 3), 30: (0, 3), 31: (0, 3), 50: (0, 0), 51: (0, 0)}
-# Transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers, DescribeProducers,
+# Transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers, TxnOffsetCommit, DescribeProducers,
 # DescribeTransactions, ListTransactions (Kafka 3.9's ranges).
-TXN_ADVERTISED = {24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 61: (0, 0), 65: (0, 0), 66: (0, 1)}
+TXN_ADVERTISED = {
+    24: (0, 5),
+    25: (0, 4),
+    26: (0, 4),
+    27: (0, 1),
+    28: (0, 4),
+    61: (0, 0),
+    65: (0, 0),
+    66: (0, 1),
+}
 
 
 def assert_alive(broker: BrokerProcess) -> None:

@@ -17,14 +17,10 @@ from kafkad.protocol import ApiKey, ErrorCode, Request
 
 
 def offsets_partition(ctx: RequestContext, group_id: str) -> int:
-    """The group's __consumer_offsets partition (GroupCoordinator.partitionFor), by the topic's real size."""
+    """The group's __consumer_offsets partition (GroupCoordinator.partitionFor), by the count the control
+    plane says groups hash over."""
     broker = ctx.broker
-    cache = broker.services.get("metadata_cache")
-    n = len(cache.partitions(OFFSETS_TOPIC)) if cache is not None else 0
-    if not n:
-        store = broker.group_store
-        n = store.num_partitions if store is not None else broker.config.group.offsets_topic_num_partitions
-    return partition_for(group_id, n)
+    return partition_for(group_id, broker.control_plane.group_partition_count(broker))
 
 
 @handler(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4)

@@ -5,6 +5,7 @@ services, each a typed field.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from kafkad.cluster.local import LocalControlPlane
 from kafkad.cluster.producer_ids import ProducerIds
 from kafkad.config.broker_config import BrokerConfig
 from kafkad.config.defs import ListenerSpec
+from kafkad.replication.fetch_session import FetchSessionCache
 from kafkad.replication.manager import ReplicaManager
 
 if TYPE_CHECKING:
@@ -24,7 +26,11 @@ if TYPE_CHECKING:
     from kafkad.coordinator.group.group_coordinator import GroupCoordinator
     from kafkad.coordinator.group.log_store import LogGroupStore
     from kafkad.coordinator.group.ownership import GroupOwnership
+    from kafkad.coordinator.transaction.coordinator import TransactionCoordinator
+    from kafkad.coordinator.transaction.log_store import TxnLogStore
+    from kafkad.coordinator.transaction.markers import BrokerMarkerSender
     from kafkad.replication.partition import Partition
+    from kafkad.replication.txn_verify import TxnVerifier
     from kafkad.security.runtime import SecurityRuntime
     from kafkad.service.bridge_service import BridgeService
     from kafkad.service.log_cleaner_task import CleanerService
@@ -43,8 +49,8 @@ class Broker:
     producer_ids: ProducerIds  # local files standalone, ZooKeeper blocks in a cluster (chosen at start)
     broker_id: int
     cluster_id: str
-    # Services without a typed field yet (a subsystem being added): name -> object. Every service a
-    # handler uses has its field below; give a new one a field when it lands.
+    # Compatibility only: api/txn_offset_commit.py (txn-groups) still reads services["txn_verifier"]
+    # (coordinator/transaction/service.py sets it beside `txn_verifier`); once it reads the field, this goes.
     services: dict[str, Any] = field(default_factory=dict)
     stopping: bool = False
     # kafkad.security.acl.Authorizer when authorizer.class.name is set; None = every request allowed.
@@ -62,6 +68,15 @@ class Broker:
     # cluster mode: which groups this broker coordinates (follows __consumer_offsets leadership)
     group_ownership: GroupOwnership | None = None
     replication: ReplicationService | None = None
+    # the transaction coordinator (coordinator/transaction/service.py starts and stops them together):
+    # its __transaction_state store, marker sender and timers, and the KIP-890 check Produce asks
+    txn_coordinator: TransactionCoordinator | None = None
+    txn_store: TxnLogStore | None = None
+    txn_markers: BrokerMarkerSender | None = None
+    txn_verifier: TxnVerifier | None = None  # None: Produce accepts (no coordinator wired in)
+    txn_timers: list[asyncio.Task[None]] = field(default_factory=list)
+    # KIP-227's incremental fetch sessions, max.incremental.fetch.session.cache.slots (made with the Broker)
+    fetch_sessions: FetchSessionCache = None  # type: ignore[assignment]
     # replica.selector.class (KIP-392): (partition, client rack) -> the replica a consumer should read
     replica_selector: Callable[[Partition, str], int] | None = None
     # None: a cluster of one (LocalControlPlane over `replicas`); service/main.py passes the ZooKeeper one
@@ -70,6 +85,9 @@ class Broker:
     def __post_init__(self) -> None:
         if self.control_plane is None:
             self.control_plane = LocalControlPlane(self.replicas)
+        if self.fetch_sessions is None:
+            slots = self.config.get("max.incremental.fetch.session.cache.slots")
+            self.fetch_sessions = FetchSessionCache(int(slots))  # type: ignore[arg-type]
 
     def security_runtime(self) -> SecurityRuntime:
         """The security services (service/main.py sets them before the listeners open)."""

@@ -226,18 +226,6 @@ def _waiter_methods(
     return Partition.add_data_waiter, Partition.discard_data_waiter
 
 
-SESSIONS_KEY = "fetch_sessions"  # broker.services: the FetchSessionCache
-
-
-def _session_cache(ctx: RequestContext) -> fetch_session.FetchSessionCache:
-    services = ctx.broker.services
-    cache: fetch_session.FetchSessionCache | None = services.get(SESSIONS_KEY)
-    if cache is None:
-        slots = ctx.broker.config.get("max.incremental.fetch.session.cache.slots")
-        cache = services[SESSIONS_KEY] = fetch_session.FetchSessionCache(int(slots))  # type: ignore[arg-type]
-    return cache
-
-
 def _session_context(
     ctx: RequestContext, request: Request
 ) -> tuple[fetch_session.FetchContext | None, Request]:
@@ -251,7 +239,7 @@ def _session_context(
     version = ctx.version
     follower = (body.get("replica_id", -1) if version < 15 else body["replica_state"]["replica_id"]) >= 0
     session = fetch_session.new_context(
-        _session_cache(ctx), version, body, follower, ctx.broker.clock.time_ms()
+        ctx.broker.fetch_sessions, version, body, follower, ctx.broker.clock.time_ms()
     )
     if session.session is not None:
         request = Request(request.header, {**body, "topics": session.topics})
@@ -264,7 +252,7 @@ def _session_answer(
     if session is None:
         return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
     error, session_id, responses = fetch_session.finish(
-        _session_cache(ctx), session, responses, ctx.broker.clock.time_ms()
+        ctx.broker.fetch_sessions, session, responses, ctx.broker.clock.time_ms()
     )
     return {"throttle_time_ms": 0, "error_code": int(error), "session_id": session_id, "responses": responses}
 

@@ -21,7 +21,7 @@ every other topic's batches are never decoded.
 Transactions (v3+ `transactional_id`): the batches are appended as any idempotent producer's (the
 partition's producer state opens the transaction). KIP-890: a transactional batch of a producer with no
 transaction ongoing on the partition is first checked with the transaction coordinator
-(`broker.services["txn_verifier"]`, replication/txn_verify.py; accepted when there is none), so a late
+(`broker.txn_verifier`, replication/txn_verify.py; accepted when there is none), so a late
 write of a finished transaction cannot open a new one that nobody will end.
 """
 
@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 from kafkad.replication.partition import Partition
-from kafkad.replication.txn_verify import SERVICE_KEY as VERIFIER_KEY
 from kafkad.replication.txn_verify import TxnVerifier
 from kafkad.storage.records import Compression, legacy, read_header, validate_client_batches
 from kafkad.storage.records.batch import TRANSACTIONAL_FLAG
@@ -316,7 +315,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any] | N
                 "transactional records need the request's transactional_id",
             )
     else:
-        verifier = broker.services.get(VERIFIER_KEY)
+        verifier = broker.txn_verifier
         if verifier is not None:
             refused = await _verify_txn(broker, body, txn_id, verifier)
     metrics = broker.metrics  # once per request, not per partition

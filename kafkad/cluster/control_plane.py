@@ -85,6 +85,31 @@ class ControlPlane(Protocol):
         """Whether the cluster has the partition, replicated here or not (Kafka's metadata cache)."""
         ...
 
+    def partition_count(self, topic: str) -> int:
+        """How many partitions the image has of `topic` (0: none)."""
+        ...
+
+    def partition_leader(self, topic: str, partition: int) -> int | None:
+        """The partition's leader in the image: a broker id, -1 while it has none, None when the image
+        does not have the partition."""
+        ...
+
+    def live_broker_count(self) -> int:
+        """How many brokers the image has alive (this one included)."""
+        ...
+
+    def broker_endpoint(self, broker_id: int, listener: str | None) -> tuple[str, int] | None:
+        """(host, port) of another live broker on `listener` (its first listener if it has not that
+        one; None = the first), for a channel to it; None when it is not alive. The local plane knows no
+        other broker."""
+        ...
+
+    def group_partition_count(self, broker: Broker) -> int:
+        """The __consumer_offsets partition count a group id hashes over (GroupCoordinator.partitionFor):
+        the image's in a cluster (else offsets.topic.num.partitions, or the group store's count), the
+        group store's on a cluster of one (the configured count, or an existing topic's holding data)."""
+        ...
+
     # --- topics ---------------------------------------------------------------------------------------
     async def create_topic(
         self,

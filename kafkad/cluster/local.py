@@ -180,10 +180,12 @@ class LocalControlPlane:
         }
 
     async def find_transaction_coordinator(self, ctx: RequestContext, key: str) -> tuple[int, str, int]:
+        """This broker coordinates every transactional id, once __transaction_state exists (created by
+        the first lookup)."""
         from kafkad.coordinator.transaction import service as txn_service
 
         listener = ctx.listener if ctx.session is not None else None
-        return await txn_service.find_coordinator(ctx.broker, listener, key)
+        return await txn_service.find_local_coordinator(ctx.broker, listener)
 
     async def describe_cluster(self, ctx: RequestContext) -> tuple[int, list[dict[str, Any]]]:
         broker = ctx.broker
@@ -208,6 +210,25 @@ class LocalControlPlane:
 
     def has_partition(self, topic: str, partition: int) -> bool:
         return self.replicas.partition_known(topic, partition)
+
+    def partition_count(self, topic: str) -> int:
+        return self.replicas.topics().get(topic, 0)
+
+    def partition_leader(self, topic: str, partition: int) -> int | None:
+        part = self.replicas.get(topic, partition)
+        if part is None:
+            return None
+        return part.leader_id if part.leader_id is not None else -1
+
+    def live_broker_count(self) -> int:
+        return 1
+
+    def broker_endpoint(self, broker_id: int, listener: str | None) -> tuple[str, int] | None:
+        return None
+
+    def group_partition_count(self, broker: Broker) -> int:
+        store = broker.group_store
+        return store.num_partitions if store is not None else broker.config.group.offsets_topic_num_partitions
 
     # --- topics ---------------------------------------------------------------------------------------
     async def create_topic(

@@ -99,6 +99,34 @@ class ZooKeeperControlPlane:
     def has_partition(self, topic: str, partition: int) -> bool:
         return self.cache.partition(topic, partition) is not None
 
+    def partition_count(self, topic: str) -> int:
+        return len(self.cache.partitions(topic))
+
+    def partition_leader(self, topic: str, partition: int) -> int | None:
+        state = self.cache.partition(topic, partition)
+        return state.leader if state is not None else None
+
+    def live_broker_count(self) -> int:
+        return len(self.cache.brokers())
+
+    def broker_endpoint(self, broker_id: int, listener: str | None) -> tuple[str, int] | None:
+        info = self.cache.broker(broker_id)
+        ep = (info.endpoint(listener) or info.endpoint()) if info is not None else None
+        return (ep.host, ep.port) if ep is not None else None
+
+    def group_partition_count(self, broker: Broker) -> int:
+        from kafkad.coordinator.group.config import OFFSETS_TOPIC
+
+        n = len(self.cache.partitions(OFFSETS_TOPIC))
+        if not n:
+            store = broker.group_store
+            n = (
+                store.num_partitions
+                if store is not None
+                else broker.config.group.offsets_topic_num_partitions
+            )
+        return n
+
     # --- topics: written to ZooKeeper, carried out by the controller ----------------------------------
     async def create_topic(
         self,

@@ -5,8 +5,8 @@ Before the leader lets it (Kafka 3.9's `AddPartitionsToTxnManager` verification)
 coordinator whether the coordinator added this partition to the producer's transaction: a late write of a
 finished transaction (the "hanging transaction") is refused instead of pinning the last stable offset.
 
-The coordinator side (txn-coord) registers an object satisfying `TxnVerifier` as
-`broker.services["txn_verifier"]`; when absent (no coordinator wired in), the Produce handler accepts.
+The coordinator side (coordinator/transaction/service.py) sets an object satisfying `TxnVerifier` as
+`broker.txn_verifier`; when None (no coordinator wired in), the Produce handler accepts.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from kafkad.protocol.errors import ErrorCode
-
-SERVICE_KEY = "txn_verifier"
 
 
 class TxnVerifier(Protocol):

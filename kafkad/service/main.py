@@ -264,8 +264,6 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     broker = Broker(
         config, clock, log_manager, replicas, producer_ids, broker_id, cluster_id, control_plane=control_plane
     )
-    if plane is not None:  # compatibility: the transaction coordinator still finds these by name
-        broker.services["metadata_cache"] = plane.cache
     broker.metrics = metrics
     broker.dynamic_config = DynamicBrokerConfig(broker, static_config, dyn_store, dyn_entities)
     broker.security = security
@@ -330,7 +328,6 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         await loop.run_in_executor(None, watcher.start)
     if cluster is not None and plane is not None:
         await cluster.start(broker, plane.cache)
-        broker.services["cluster"] = cluster.admin  # compatibility (transaction coordinator), as above
     ops.ready(serving)
     log.info(
         "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s; %s after exec (logs %.2f s)",

@@ -16,7 +16,7 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafkad.coordinator.transaction.coordinator import TxnMarker
 from kafkad.coordinator.transaction.state import TopicPartition
@@ -40,7 +40,7 @@ Results = dict[tuple[int, str, int], ErrorCode]
 
 
 class BrokerMarkerSender:
-    """Sends markers from this broker; standalone every partition is local."""
+    """Sends markers from this broker; on a cluster of one every partition is led here."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -92,16 +92,13 @@ class BrokerMarkerSender:
         return True
 
     def _exists(self, tp: TopicPartition) -> bool:
-        cache = self.broker.services.get("metadata_cache")
-        if cache is not None:
-            return bool(cache.partition(tp[0], tp[1]) is not None)
-        return bool(self.broker.replicas.partition_known(tp[0], tp[1]))
+        return self.broker.control_plane.has_partition(tp[0], tp[1])
 
     def _route(
         self, parts: set[TopicPartition]
     ) -> tuple[list[TopicPartition], dict[int, list[TopicPartition]], set[TopicPartition]]:
         """(led here, by remote leader, no leader known now)."""
-        cache = self.broker.services.get("metadata_cache")
+        plane = self.broker.control_plane
         me = self.broker.broker_id
         local: list[TopicPartition] = []
         remote: dict[int, list[TopicPartition]] = {}
@@ -111,16 +108,13 @@ class BrokerMarkerSender:
             if part is not None and part.is_leader:
                 local.append(tp)
                 continue
-            if cache is None:
-                local.append(tp)  # standalone: write_markers answers for a missing partition
-                continue
-            state = cache.partition(tp[0], tp[1])
-            if state is None:
+            leader = plane.partition_leader(tp[0], tp[1])
+            if leader is None:
                 local.append(tp)  # unknown everywhere: answered UNKNOWN_TOPIC_OR_PARTITION, then dropped
-            elif state.leader < 0 or state.leader == me:
+            elif leader < 0 or leader == me:
                 waiting.add(tp)  # no leader yet, or our LeaderAndIsr is on its way
             else:
-                remote.setdefault(state.leader, []).append(tp)
+                remote.setdefault(leader, []).append(tp)
         return local, remote, waiting
 
     async def _local(self, marker: TxnMarker, parts: list[TopicPartition], out: Results) -> None:
@@ -171,21 +165,18 @@ class BrokerMarkerSender:
     def channel(self, broker_id: int) -> BrokerChannel | None:
         from kafkad.replication.broker_channel import BrokerChannel
 
-        cache = self.broker.services.get("metadata_cache")
-        info: Any = cache.broker(broker_id) if cache is not None else None
-        if info is None:
-            return None
         ib = self.broker.config.security.inter_broker
-        ep = info.endpoint(ib.listener if ib is not None else None) or info.endpoint()
+        ep = self.broker.control_plane.broker_endpoint(broker_id, ib.listener if ib is not None else None)
         if ep is None:
             return None
+        host, port = ep
         channel = self._channels.get(broker_id)
         if channel is None:
             channel = self._channels[broker_id] = BrokerChannel(
-                ep.host, ep.port, client_id=f"txn-marker-sender-{self.broker.broker_id}"
+                host, port, client_id=f"txn-marker-sender-{self.broker.broker_id}"
             )
         else:
-            channel.set_address(ep.host, ep.port)
+            channel.set_address(host, port)
         return channel
 
     def close(self) -> None:

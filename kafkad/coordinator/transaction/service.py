@@ -1,11 +1,13 @@
 """Wiring of the transaction coordinator into a running broker.
 
 `start_transaction_coordinator(broker)` (main, before the listeners open) builds the coordinator, its
-`__transaction_state` store and marker sender, registers them as `broker.services["txn_coordinator"]` and
-`["txn_verifier"]` (KIP-890: Produce asks it about a transactional batch for a partition not yet in a
-transaction), and starts the timeout/expiration timers. Standalone it replays the topic if it exists; in a
-cluster it follows the topic's leadership instead (listeners installed before any LeaderAndIsr).
-`find_coordinator` answers FindCoordinator key type 1, creating the topic on first use as Kafka does.
+`__transaction_state` store and marker sender, sets them as the Broker's `txn_coordinator`, `txn_store`,
+`txn_markers` and `txn_verifier` (KIP-890: Produce asks it about a transactional batch for a partition not
+yet in a transaction), and starts the timeout/expiration timers (`txn_timers`). Standalone it replays the
+topic if it exists; in a cluster it follows the topic's leadership instead (listeners installed before any
+LeaderAndIsr). What it knows of the cluster it asks `broker.control_plane`. `find_local_coordinator` (the
+local plane) and `find_coordinator` (the ZooKeeper plane) answer FindCoordinator key type 1, creating the
+topic on first use as Kafka does.
 """
 
 from __future__ import annotations
@@ -27,11 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SERVICE_KEY = "txn_coordinator"
-STORE_KEY = "txn_log_store"
-MARKERS_KEY = "txn_marker_sender"
-TASKS_KEY = "txn_timers"
-VERIFIER_KEY = "txn_verifier"
 _VERIFY_ERRORS = {
     ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
     ErrorCode.TRANSACTION_ABORTABLE: ErrorCode.INVALID_TXN_STATE,
@@ -71,17 +68,17 @@ async def start_transaction_coordinator(broker: Broker) -> TransactionCoordinato
     markers = BrokerMarkerSender(broker)
     coordinator = TransactionCoordinator(cfg, broker.clock, store, markers, lambda: _allocate(broker))
     store.coordinator = coordinator
-    broker.services.update({SERVICE_KEY: coordinator, STORE_KEY: store, MARKERS_KEY: markers})
-    broker.services[VERIFIER_KEY] = TxnVerifierService(broker, coordinator, store, markers)
+    broker.txn_coordinator, broker.txn_store, broker.txn_markers = coordinator, store, markers
+    verifier = broker.txn_verifier = TxnVerifierService(broker, coordinator, store, markers, cluster=cluster)
+    broker.services["txn_verifier"] = verifier  # compatibility: api/txn_offset_commit.py reads it there
     if cluster:
-        cache = broker.services.get("metadata_cache")
-        if cache is not None:
-            store.cluster_count = lambda: len(cache.partitions(TXN_TOPIC))
+        plane = broker.control_plane
+        store.cluster_count = lambda: plane.partition_count(TXN_TOPIC)
         broker.replicas.add_leadership_listener(store.on_leader, store.on_follower)
     else:
         await store.start()
     loop = asyncio.get_running_loop()
-    broker.services[TASKS_KEY] = [
+    broker.txn_timers = [
         loop.create_task(
             _every(cfg.abort_interval_ms, "aborting timed-out transactions", coordinator.abort_timed_out)
         ),
@@ -108,61 +105,71 @@ async def _every(interval_ms: int, what: str, step: Callable[[], Awaitable[int]]
 
 
 def stop_transaction_coordinator(broker: Broker) -> None:
-    for task in broker.services.pop(TASKS_KEY, ()):
+    timers, broker.txn_timers = broker.txn_timers, []
+    for task in timers:
         task.cancel()
-    coordinator: TransactionCoordinator | None = broker.services.pop(SERVICE_KEY, None)
+    coordinator, broker.txn_coordinator = broker.txn_coordinator, None
     if coordinator is not None:
         coordinator.stop()
-    store: TxnLogStore | None = broker.services.pop(STORE_KEY, None)
+    store, broker.txn_store = broker.txn_store, None
     if store is not None:
         store.close()
-    markers: BrokerMarkerSender | None = broker.services.pop(MARKERS_KEY, None)
+    markers, broker.txn_markers = broker.txn_markers, None
     if markers is not None:
         markers.close()
-    broker.services.pop(VERIFIER_KEY, None)
+    broker.txn_verifier = None
+    broker.services.pop("txn_verifier", None)
 
 
 def coordinator_of(broker: Broker) -> TransactionCoordinator:
-    coordinator: TransactionCoordinator | None = broker.services.get(SERVICE_KEY)
+    coordinator = broker.txn_coordinator
     if coordinator is None:
         raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the transaction coordinator is not running")
     return coordinator
 
 
-async def find_coordinator(broker: Broker, listener: str | None, key: str) -> tuple[int, str, int]:
-    """(node id, host, port) of the coordinator of transactional id `key`; KafkaError until there is one."""
-    store: TxnLogStore | None = broker.services.get(STORE_KEY)
+def _running_store(broker: Broker) -> TxnLogStore:
+    store = broker.txn_store
     if store is None:
         raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the transaction coordinator is not running")
-    cache = broker.services.get("metadata_cache")
-    if cache is None:
-        await store.ensure_topic()
-        host, port = broker.advertised_host_port(listener)
-        return broker.broker_id, host, port
-    if not cache.has_topic(TXN_TOPIC):
+    return store
+
+
+async def find_local_coordinator(broker: Broker, listener: str | None) -> tuple[int, str, int]:
+    """A cluster of one: this broker, once __transaction_state exists (created here)."""
+    await _running_store(broker).ensure_topic()
+    host, port = broker.advertised_host_port(listener)
+    return broker.broker_id, host, port
+
+
+async def find_coordinator(broker: Broker, listener: str | None, key: str) -> tuple[int, str, int]:
+    """(node id, host, port) of the coordinator of transactional id `key` in a cluster: the leader of its
+    __transaction_state partition in the control plane's image; KafkaError until there is one."""
+    _running_store(broker)
+    plane = broker.control_plane
+    n = plane.partition_count(TXN_TOPIC)
+    if not n:
         await _create_topic(broker)
         raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{TXN_TOPIC} is being created")
-    n = len(cache.partitions(TXN_TOPIC))
-    state = cache.partition(TXN_TOPIC, partition_for(key, n))
-    info = cache.broker(state.leader) if state is not None else None
-    ep = (info.endpoint(listener) or info.endpoint()) if info is not None else None
-    if info is None or ep is None:
+    leader = plane.partition_leader(TXN_TOPIC, partition_for(key, n))
+    ep = plane.broker_endpoint(leader, listener) if leader is not None else None
+    if leader is None or ep is None:
         raise KafkaError(
             ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator's partition has no live leader"
         )
-    return info.id, ep.host, ep.port
+    return leader, ep[0], ep[1]
 
 
 async def _create_topic(broker: Broker) -> None:
-    """Kafka's getOrCreateInternalTopic: only once enough brokers are alive for its replication factor."""
-    cluster = broker.services.get("cluster")
-    cache = broker.services["metadata_cache"]
+    """Kafka's getOrCreateInternalTopic: only once enough brokers are alive for its replication factor
+    (the controller creates it after the answer)."""
+    plane = broker.control_plane
     rf = int(broker.config.get("transaction.state.log.replication.factor"))  # type: ignore[arg-type]
-    if cluster is None or len(cache.brokers()) < rf:
+    if plane.live_broker_count() < rf:
         return
     n = int(broker.config.get("transaction.state.log.num.partitions"))  # type: ignore[arg-type]
     try:
-        await cluster.create_topics(TXN_TOPIC, n, rf, None, topic_configs(broker), False)
+        await plane.create_topic(broker, TXN_TOPIC, n, rf, None, topic_configs(broker), False)
         log.info("asked the controller for topic %s (%d partitions, RF %d)", TXN_TOPIC, n, rf)
     except KafkaError as e:
         if e.code is not ErrorCode.TOPIC_ALREADY_EXISTS:
@@ -181,11 +188,14 @@ class TxnVerifierService:
         coordinator: TransactionCoordinator,
         store: TxnLogStore,
         markers: BrokerMarkerSender,
+        *,
+        cluster: bool = False,
     ) -> None:
         self.broker = broker
         self.coordinator = coordinator
         self.store = store
         self.markers = markers
+        self.cluster = cluster  # another broker may coordinate the transactional id
 
     async def verify(
         self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str, partition: int
@@ -193,10 +203,7 @@ class TxnVerifierService:
         """As AddPartitionsToTxnManager answers the Produce: PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH
         and TRANSACTION_ABORTABLE (not in the transaction) INVALID_TXN_STATE, what producers handle."""
         tp = (topic, partition)
-        if (
-            self.store.error_for(transactional_id) is None
-            or self.broker.services.get("metadata_cache") is None
-        ):
+        if not self.cluster or self.store.error_for(transactional_id) is None:
             found = self.coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])
             code = found if isinstance(found, ErrorCode) else found.get(tp, ErrorCode.TRANSACTION_ABORTABLE)
         else:

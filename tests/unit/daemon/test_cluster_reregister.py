@@ -38,7 +38,6 @@ async def _cluster_mode() -> tuple[FakeZk, ClusterMode, list[tuple[ZkState, bool
         advertised=[spec],
         advertised_spec=lambda _l=None: spec,
         advertised_host_port=lambda _l=None: ("127.0.0.1", 9092),
-        services={},
     )
     told: list[tuple[ZkState, bool]] = []
     cm.controller = SimpleNamespace(on_zk_state=lambda s, n: told.append((s, n)))  # type: ignore[assignment]

@@ -10,7 +10,6 @@ from typing import Any
 
 from kafkad.network.registry import REGISTRY, RequestContext
 from kafkad.protocol import ErrorCode, Request, RequestHeader
-from kafkad.replication.txn_verify import SERVICE_KEY
 from kafkad.storage.records import SimpleRecord, build_batch
 from tests.unit.daemon.test_handlers import create, make_broker
 
@@ -79,7 +78,7 @@ def test_verifier_is_asked_before_a_batch_opens_a_transaction(tmp_path: Path) ->
     b = make_broker(tmp_path)
     create(b, "t", 2)
     verifier = RecordingVerifier({("t", 1): ErrorCode.INVALID_TXN_STATE})
-    b.services[SERVICE_KEY] = verifier
+    b.txn_verifier = verifier
     out = produce(b, "tx", {("t", 0): txn_batch(0), ("t", 1): txn_batch(0)})
     assert out == {("t", 0): 0, ("t", 1): ErrorCode.INVALID_TXN_STATE}
     assert sorted(verifier.asked) == [("tx", PID, 0, "t", 0), ("tx", PID, 0, "t", 1)]
@@ -112,7 +111,7 @@ def test_a_marker_during_verification_refuses_the_append(tmp_path: Path) -> None
     part = b.replicas.get_or_raise("t", 0)
     assert produce(b, "tx", {("t", 0): txn_batch(0)}) == {("t", 0): 0}  # a first transaction, unverified
     part.append_txn_marker(PID, 0, True, 0, now_ms=1)  # ...committed
-    b.services[SERVICE_KEY] = MarkerDuringVerification(b)
+    b.txn_verifier = MarkerDuringVerification(b)
     # A late batch: verified "yes", but its transaction ended meanwhile: appending it would leave a
     # transaction open that no coordinator will end (KIP-890's hanging transaction).
     assert produce(b, "tx", {("t", 0): txn_batch(1)}) == {("t", 0): ErrorCode.INVALID_TXN_STATE}

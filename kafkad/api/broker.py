@@ -49,9 +49,6 @@ class Broker:
     producer_ids: ProducerIds  # local files standalone, ZooKeeper blocks in a cluster (chosen at start)
     broker_id: int
     cluster_id: str
-    # Compatibility only: api/txn_offset_commit.py (txn-groups) still reads services["txn_verifier"]
-    # (coordinator/transaction/service.py sets it beside `txn_verifier`); once it reads the field, this goes.
-    services: dict[str, Any] = field(default_factory=dict)
     stopping: bool = False
     # kafkad.security.acl.Authorizer when authorizer.class.name is set; None = every request allowed.
     authorizer: Any = None

@@ -29,8 +29,6 @@ from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
 
 log = logging.getLogger(__name__)
 
-VERIFIER_KEY = "txn_verifier"  # replication/txn_verify.SERVICE_KEY
-
 
 def _answer(request: Request, version: int, results: Mapping[tuple[str, int], ErrorCode]) -> dict[str, Any]:
     def code(tp: tuple[str, int]) -> int:
@@ -92,7 +90,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
     except KafkaError as e:
         return _answer(request, ctx.version, {(t, p["partition_index"]): e.code for t, p in asked})
     producer = Producer(b["producer_id"], b["producer_epoch"])
-    verifier = ctx.broker.services.get(VERIFIER_KEY)
+    verifier = ctx.broker.txn_verifier
     if verifier is not None:
         index = partition_for(group_id, coordinator.offsets_partition_count)
         verified = await _verify(verifier, b["transactional_id"] or "", producer, index)

@@ -69,8 +69,7 @@ async def start_transaction_coordinator(broker: Broker) -> TransactionCoordinato
     coordinator = TransactionCoordinator(cfg, broker.clock, store, markers, lambda: _allocate(broker))
     store.coordinator = coordinator
     broker.txn_coordinator, broker.txn_store, broker.txn_markers = coordinator, store, markers
-    verifier = broker.txn_verifier = TxnVerifierService(broker, coordinator, store, markers, cluster=cluster)
-    broker.services["txn_verifier"] = verifier  # compatibility: api/txn_offset_commit.py reads it there
+    broker.txn_verifier = TxnVerifierService(broker, coordinator, store, markers, cluster=cluster)
     if cluster:
         plane = broker.control_plane
         store.cluster_count = lambda: plane.partition_count(TXN_TOPIC)
@@ -118,7 +117,6 @@ def stop_transaction_coordinator(broker: Broker) -> None:
     if markers is not None:
         markers.close()
     broker.txn_verifier = None
-    broker.services.pop("txn_verifier", None)
 
 
 def coordinator_of(broker: Broker) -> TransactionCoordinator:

@@ -91,7 +91,7 @@ def test_verified_commit_is_pending_and_unstable(tmp_path: Path) -> None:
     async def run() -> tuple[int, int, int]:
         d = Dispatcher(broker, REGISTRY)
         await _ready(d)
-        broker.services["txn_verifier"] = verifier
+        broker.txn_verifier = verifier
         committed = _code(await _dispatch(d, ApiKey.TXN_OFFSET_COMMIT, 3, COMMIT))
         fetch = {
             "group_id": "g",
@@ -115,7 +115,7 @@ def test_refused_by_the_coordinator(tmp_path: Path) -> None:
     async def run() -> int:
         d = Dispatcher(broker, REGISTRY)
         await _ready(d)
-        broker.services["txn_verifier"] = _Verifier(ErrorCode.INVALID_TXN_STATE)
+        broker.txn_verifier = _Verifier(ErrorCode.INVALID_TXN_STATE)
         return _code(await _dispatch(d, ApiKey.TXN_OFFSET_COMMIT, 3, COMMIT))
 
     assert asyncio.run(run()) == ErrorCode.INVALID_TXN_STATE

@@ -26,7 +26,7 @@ num.io.threads for lock contention, which an event loop does not have). Runs on 
 
 from __future__ import annotations
 
-import random
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -159,6 +159,16 @@ class FetchSession:
         return added, updated, removed
 
 
+def _randint(lo: int, hi: int) -> int:
+    """random.randint(lo, hi) for session ids, 0 <= lo <= hi < 2**31 spanning most of that range
+    (`_new_id` draws from [1, 2**31 - 2]), uniform by rejection, from os.urandom: the random module costs
+    an idle broker ~0.3 MB of RSS for this one draw per new session."""
+    while True:
+        n = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
+        if lo <= n <= hi:
+            return n
+
+
 class FetchSessionCache:
     """Kafka's FetchSessionCacheShard (one shard): sessions by id, with its eviction rules."""
 
@@ -166,7 +176,7 @@ class FetchSessionCache:
         self,
         max_entries: int = DEFAULT_SLOTS,
         eviction_ms: int = EVICTION_MS,
-        rand: Callable[[int, int], int] = random.randint,
+        rand: Callable[[int, int], int] = _randint,
     ) -> None:
         self.max_entries = max_entries
         self.eviction_ms = eviction_ms

@@ -9,7 +9,6 @@ shutdown.timeout.ms), close connections, then LogManager.shutdown (flush, checkp
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import logging
@@ -37,6 +36,8 @@ from kafkad.security.settings import METRICS_TLS
 from kafkad.service.netlink import NetlinkWatcher
 
 if TYPE_CHECKING:
+    import argparse
+
     from kafkad.cluster.zookeeper import ZooKeeperControlPlane
     from kafkad.service.bridge_service import BridgeService, ShippedGate
     from kafkad.service.log_cleaner_task import CleanerService
@@ -45,7 +46,57 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkad")
 
 
+class _Args:
+    """The command line, as `_parser()` parses it."""
+
+    def __init__(self) -> None:
+        self.config: Path | None = None
+        self.override: list[str] = []
+        self.version = False
+        self.check_config = False
+        self.config_reference = False
+        self.log_level = "INFO"
+
+
+# The options a service unit passes, each taking one value: `_parse_args` reads them itself.
+_VALUE_OPTIONS = {"--config": "config", "-c": "config", "--override": "override", "--log-level": "log_level"}
+
+
+def _parse_args(argv: Sequence[str] | None) -> _Args:
+    """The command line. argparse (with gettext, and shutil + bz2 + lzma for its help formatter's
+    terminal width, ~1.2 MB of RSS that a running broker keeps) is imported only for what the plain
+    `--config FILE [--override K=V]... [--log-level L]` form of a service start does not cover (help,
+    errors, abbreviations, the other flags): argparse parses those exactly as before."""
+    args = _Args()
+    rest = list(sys.argv[1:] if argv is None else argv)
+    while rest:
+        opt = rest.pop(0)
+        name, eq, value = opt.partition("=") if opt.startswith("--") else (opt, "", "")
+        dest = _VALUE_OPTIONS.get(name)
+        if dest is None or not (eq or rest) or (not eq and rest[0].startswith("-")):
+            return _parse_with_argparse(argv)
+        if not eq:
+            value = rest.pop(0)
+        if dest == "config":
+            args.config = Path(value)
+        elif dest == "override":
+            args.override.append(value)
+        else:
+            args.log_level = value
+    return args
+
+
+def _parse_with_argparse(argv: Sequence[str] | None) -> _Args:
+    ns = _parser().parse_args(argv)
+    args = _Args()
+    args.config, args.override, args.log_level = ns.config, ns.override, ns.log_level
+    args.version, args.check_config, args.config_reference = ns.version, ns.check_config, ns.config_reference
+    return args
+
+
 def _parser() -> argparse.ArgumentParser:
+    import argparse  # see _parse_args
+
     p = argparse.ArgumentParser(prog="kafkad", description="A Kafka broker for edge appliances.")
     p.add_argument("--config", "-c", type=Path, help="server.properties (its .d/ drop-ins are read too)")
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="set a key last")
@@ -432,7 +483,7 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse_args(argv)
     if args.version:
         print(f"kafkad {__version__}")
         return 0

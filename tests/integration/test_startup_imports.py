@@ -1,8 +1,8 @@
 """Import discipline of a running broker: a configuration loads only the code it uses (issue 21 item 3).
 
-Each case starts kafkad in a fresh interpreter the way `kafkad.service.main` does (load_config, then
-`run` under uvloop), waits until its listener accepts a connection, and reads `sys.modules` there. A
-PLAINTEXT standalone broker must not have imported the ZooKeeper client, the controller, the Spark
+Each case starts kafkad in a fresh interpreter the way `kafkad.service.main` does (its command line
+parsed as main() parses it, load_config, then `run` under uvloop), waits until its listener accepts a
+connection, and reads `sys.modules` there. A PLAINTEXT standalone broker must not have imported the ZooKeeper client, the controller, the Spark
 bridge, TLS/SASL/SCRAM, prometheus_client or psutil (of the election and bridge packages only the settings
 vocabularies the configuration is parsed into); the same broker with `metrics.listeners` set
 loads prometheus_client, so the check follows the configuration rather than a list of banned names.
@@ -26,15 +26,16 @@ from pathlib import Path
 
 import uvloop
 
-from kafkad.service.main import _setup_logging, load_config, run
+from kafkad.service.main import _parse_args, _setup_logging, load_config, run
 
 data, port, overrides = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-_setup_logging("WARNING")
 listener = f"PLAINTEXT://127.0.0.1:{port}"
-config = load_config(
-    Path("config/server.properties"),
-    [f"log.dirs={data}", f"listeners={listener}", f"advertised.listeners={listener}", *overrides],
-)
+sets = [f"log.dirs={data}", f"listeners={listener}", f"advertised.listeners={listener}", *overrides]
+# The command line as a service unit passes it, parsed as main() parses it.
+argv = ["--config", "config/server.properties", "--log-level", "WARNING"]
+args = _parse_args(argv + [a for kv in sets for a in ("--override", kv)])
+_setup_logging(args.log_level)
+config = load_config(args.config, args.override)
 seen = []
 
 
@@ -73,6 +74,10 @@ NOT_IN_STANDALONE_PLAINTEXT = (
     "shutil",  # and with it bz2 and lzma: only a deletion's rmtree needs it (kafkad.storage.log_manager)
     "bz2",
     "lzma",
+    "argparse",  # and gettext: main() parses a service's plain command line itself (kafkad.service.main)
+    "gettext",
+    "random",  # fetch session ids and the segment roll jitter draw from os.urandom
+    "cramjam",  # imported at the first compressed batch (kafkad.storage.records.codecs)
     "encodings.idna",  # and stringprep, unicodedata: a listener on an IP literal is bound without
     "unicodedata",  # uvloop's host.encode("idna") (kafkad.network.server._literal_socket)
     "kafkad.zk.client",

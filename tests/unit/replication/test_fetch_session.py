@@ -251,3 +251,12 @@ def test_old_sessions_become_evictable_by_all_at_their_next_use() -> None:
     assert cache.maybe_create(NOW + 1600, False, 10, False, dict) == INVALID_SESSION_ID  # worth less
     assert cache.maybe_create(NOW + 1600, True, 10, False, dict) != INVALID_SESSION_ID
     assert cache.get(sid) is None
+
+
+def test_default_session_ids_are_in_kafkas_range() -> None:
+    """The default draw (os.urandom, not the random module) stays in [lo, hi], and sessions differ."""
+    from kafkad.replication.fetch_session import _randint
+
+    assert all(1 <= _randint(1, 0x7FFFFFFF - 1) <= 0x7FFFFFFE for _ in range(1000))
+    assert {_randint(5, 2**31 - 1) >= 5 for _ in range(100)} == {True}
+    assert len({_randint(1, 0x7FFFFFFE) for _ in range(100)}) > 90

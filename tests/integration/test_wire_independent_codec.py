@@ -285,6 +285,68 @@ def _cases(topic: str, group: str) -> dict[int, Callable[[int], Body]]:
                 }
             ],
         },
+        # The transaction APIs, each for a transactional id and producer the broker does not know: an error
+        # answer in the full layout, and nothing written (partition 7 does not exist).
+        24: lambda v: {
+            "transactions": [
+                {
+                    "transactional_id": "audit-txn",
+                    "producer_id": 999_999,
+                    "producer_epoch": 0,
+                    "verify_only": True,
+                    "topics": [{"name": topic, "partitions": [0]}],
+                }
+            ],
+            "v3_and_below_transactional_id": "audit-txn",
+            "v3_and_below_producer_id": 999_999,
+            "v3_and_below_producer_epoch": 0,
+            "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
+        },
+        25: lambda v: {
+            "transactional_id": "audit-txn",
+            "producer_id": 999_999,
+            "producer_epoch": 0,
+            "group_id": group,
+        },
+        26: lambda v: {
+            "transactional_id": "audit-txn",
+            "producer_id": 999_999,
+            "producer_epoch": 0,
+            "committed": False,
+        },
+        27: lambda v: {
+            "markers": [
+                {
+                    "producer_id": 999_999,
+                    "producer_epoch": 0,
+                    "transaction_result": False,
+                    "topics": [{"name": topic, "partition_indexes": [7]}],
+                    "coordinator_epoch": 0,
+                }
+            ]
+        },
+        28: lambda v: {
+            "transactional_id": "audit-txn",
+            "group_id": group,
+            "producer_id": 999_999,
+            "producer_epoch": 0,
+            "generation_id": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {
+                            "partition_index": 7,
+                            "committed_offset": 1,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "m",
+                        }
+                    ],
+                }
+            ],
+        },
         29: lambda v: dict(acl_any),
         30: lambda v: {
             "creations": [
@@ -347,6 +409,9 @@ def _cases(topic: str, group: str) -> dict[int, Callable[[int], Body]]:
         50: lambda v: {"users": None},
         51: lambda v: {"deletions": [], "upsertions": []},
         60: lambda v: {"include_cluster_authorized_operations": True, "endpoint_type": 1},
+        61: lambda v: {"topics": [{"name": topic, "partition_indexes": [0, 7]}]},
+        65: lambda v: {"transactional_ids": ["audit-txn"]},
+        66: lambda v: {"state_filters": [], "producer_id_filters": [], "duration_filter": -1},
     }
 
 

@@ -29,6 +29,7 @@ from tests.chaos.history import Fault, Outcome
 from tests.chaos.nemesis import Brokers, Nemesis
 from tests.chaos.runner import schedule
 from tests.chaos.txn_checker import TxnReport, check_txn
+from tests.chaos.txn_diag import describe_pipeline, describe_processors
 from tests.chaos.txn_history import TxnHistory, TxnOp
 from tests.chaos.txn_workload import TxnWorkload
 
@@ -85,6 +86,7 @@ class TxnChaosResult:
     unrecovered: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     json_path: Path | None = None
+    diagnostics: str = ""  # the brokers' and processors' view of a stall (txn_diag), else empty
 
     @property
     def valid(self) -> bool:
@@ -94,6 +96,7 @@ class TxnChaosResult:
         return (
             f"txn chaos seed {self.seed} drained={self.drained}\n{self.report.explain()}\n"
             f"unrecovered: {self.unrecovered}\nerrors: {self.errors[:20]}\nrecovery: {self.recovery}"
+            + (f"\n{self.diagnostics}" if self.diagnostics else "")
         )
 
     def table(self) -> dict[str, dict[str, Any]]:
@@ -139,6 +142,7 @@ def run_txn_chaos(
     rng = random.Random(seed ^ 0x5EED)
     workload.start()
     drained = False
+    diagnostics = ""
     try:
         _wait_commit(workload, 0.0, recover_timeout_s, "warm-up", unrecovered)
         time.sleep(warmup_s)  # steady traffic before the first fault (schedule spacing, not a sync)
@@ -167,6 +171,9 @@ def run_txn_chaos(
                          unrecovered)  # fmt: skip
             time.sleep(step.quiet_s)  # spacing between faults
         drained = workload.drain(timeout_s=30.0 if unrecovered or errors else 180.0)
+        if not drained or unrecovered:  # while the processors still run: what holds them
+            diagnostics = stall_diagnostics(workload)
+            print(diagnostics, flush=True)
     finally:
         errors += workload.stop()
     try:
@@ -177,7 +184,8 @@ def run_txn_chaos(
     ops, faults = h.snapshot()
     timeout_s = workload.txn_timeout_ms / 1000 + lso_slack_s
     report = check_txn(ops, txn_timeout_s=timeout_s, expect_all_inputs=drained)
-    res = TxnChaosResult(seed, report, h, recovery_times(ops, faults), drained, unrecovered, errors)
+    res = TxnChaosResult(seed, report, h, recovery_times(ops, faults), drained, unrecovered, errors,
+                         diagnostics=diagnostics)  # fmt: skip
     h.save(out_dir / "txn-chaos-history.jsonl")
     res.json_path = out_dir / "txn-chaos-report.json"
     res.json_path.write_text(
@@ -186,12 +194,22 @@ def run_txn_chaos(
              "client_offset_resets": {p.client: p.resets for p in workload.processors},
              "consume_errors": {p.client: p.consume_errors for p in workload.processors},
              "recovery": res.table(), "anomalies": {k: v[:50] for k, v in report.anomalies.items()},
-             "unrecovered": unrecovered, "errors": errors[:50]},
+             "unrecovered": unrecovered, "errors": errors[:50],
+             "diagnostics": diagnostics.splitlines()},
             indent=1, default=str,
         )
     )  # fmt: skip
     print(f"txn chaos report {res.json_path}, valid={res.valid}", flush=True)
     return res
+
+
+def stall_diagnostics(w: TxnWorkload) -> str:
+    """The processors' and the brokers' view of a pipeline that stopped (txn_diag)."""
+    return (
+        describe_processors(w.processors)
+        + "\n"
+        + describe_pipeline(w.bootstrap, w.group, w.source, w.sink, w.partitions)
+    )
 
 
 def _wait_commit(

@@ -129,6 +129,11 @@ class Processor(_Thread):
         self.kill_requested = threading.Event()
         self.graveyard: list[Producer] = []  # producers abandoned mid-transaction (kept alive, unused)
         self._offsets: dict[str, int] = {}  # output value -> acknowledged offset (delivery reports)
+        # what a stalled run prints (txn_diag.describe_processors)
+        self.stage = "starting"  # the call it is in (or last made)
+        self.assignment: list[int] = []
+        self.last_batch = (0.0, 0)  # (history time, records) of the last non-empty consume
+        self.last_error = ""
 
     # --- clients ---------------------------------------------------------------------------------
     def _txn_id(self) -> str:
@@ -142,9 +147,11 @@ class Processor(_Thread):
         deadline = time.monotonic() + 120
         while True:
             try:
+                self.stage = f"init_transactions({self._txn_id()})"
                 p.init_transactions(30)
                 return p
             except KafkaException as e:  # coordinator moving: retriable; anything else is a finding
+                self.last_error = f"init_transactions: {e.args[0].name()}"
                 if not e.args[0].retriable() or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
@@ -154,8 +161,22 @@ class Processor(_Thread):
                       "isolation.level": "read_committed", "enable.auto.commit": False,
                       "auto.offset.reset": "error", "session.timeout.ms": 10000,
                       "heartbeat.interval.ms": 1000, **COMMON})  # fmt: skip
-        c.subscribe([self.source])
+        c.subscribe([self.source], on_assign=self._on_assign, on_revoke=self._on_revoke)
         return c
+
+    def _on_assign(self, _c: Consumer, parts: list[TopicPartition]) -> None:
+        self.assignment = sorted(int(tp.partition) for tp in parts)
+
+    def _on_revoke(self, _c: Consumer, _parts: list[TopicPartition]) -> None:
+        self.assignment = []
+
+    def status(self) -> str:
+        at, n = self.last_batch
+        return (
+            f"stage {self.stage}; assigned {self.assignment}; last batch {n} records at {at:.1f} s; "
+            f"txns {self.n_txn}, committed {self.committed_txns} (last at {self.last_commit:.1f} s); "
+            f"resets {self.resets}; consume errors {self.consume_errors}; last error {self.last_error!r}"
+        )
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
         try:
@@ -183,6 +204,7 @@ class Processor(_Thread):
             prod.flush(10)
 
     def _step(self, prod: Producer, cons: Consumer) -> tuple[Producer, Consumer]:
+        self.stage = "consume"
         got_msgs = cons.consume(num_messages=self.batch, timeout=0.1)
         if any(_code(m) == KafkaError._AUTO_OFFSET_RESET for m in got_msgs):
             self.resets += 1  # the client lost the committed offset (see the module docstring): rejoin
@@ -195,6 +217,7 @@ class Processor(_Thread):
         msgs = [m for m in got_msgs if m.error() is None]
         if not msgs:
             return prod, cons
+        self.last_batch = (self.h.now(), len(msgs))
         txn = f"{self._txn_id()}-{self.n_txn}"
         self.n_txn += 1
         got = [(int(m.partition() or 0), int(m.offset() or 0), (m.value() or b"").decode()) for m in msgs]
@@ -206,6 +229,7 @@ class Processor(_Thread):
         start = self.h.now()
         values = [(p, out_value(txn, v)) for p, _, v in got]
         try:
+            self.stage = f"transaction {txn}"
             prod.begin_transaction()
             for part, value in values:
                 prod.produce(self.sink, value.encode(), partition=part, on_delivery=self._delivered)
@@ -226,6 +250,7 @@ class Processor(_Thread):
             return prod, cons
         except KafkaException as e:
             err = e.args[0]
+            self.last_error = f"{txn}: {err.name()}"
             if err.txn_requires_abort():
                 try:
                     prod.abort_transaction(30)
@@ -376,7 +401,7 @@ class TxnWorkload:
         )
         self.txn_timeout_ms = txn_timeout_ms
         self.src = Source(h, bootstrap, source, partitions, rate)
-        group = f"eos-{source}"
+        self.group = group = f"eos-{source}"
         self.processors = [
             Processor(
                 f"p{i}",

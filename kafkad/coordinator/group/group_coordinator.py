@@ -358,6 +358,9 @@ class GroupCoordinator(TxnOffsets, MembershipCoordinator):
                     group.state = GroupState.STABLE
                     for m in group.members.values():
                         self._touch(group, m)
+            replaced = self.groups.get(group_id)
+            if replaced is not None:  # a reload (a new leader epoch): the old object's timers must stop
+                self._release(replaced)
             self.groups[group_id] = group
         self._load_pending(state)
         log.info("loaded %d groups from the offsets topic", len(self.groups))

@@ -237,3 +237,21 @@ def test_offset_delete_drops_pending_transactional_offsets() -> None:
     assert h.coord.unstable_partitions("s") == set()
     h.coord.on_txn_marker(_home(h), P1.producer_id, True)
     assert _offset(h) is None
+
+
+def test_a_reload_retires_the_replaced_group_and_its_session_timers() -> None:
+    """A leader reloads its __consumer_offsets partition (a new leader epoch, issue 20's chaos run): the
+    group it replaces must stop. Its members' session timers kept running on the old object, "expired"
+    members that were heartbeating the new one, and rebalanced a group nobody served, appending its
+    records to the partition."""
+    h = Harness()
+    ids = h.stable_group(2)
+    gen = h.coord.groups["g"].generation_id
+    h.coord.load(list(h.store.records))  # the same partition, loaded again
+    written = len(h.store.records)
+    for _ in range(80):  # 40 s of heartbeats every 0.5 s: past the 10 s sessions and 30 s rebalances
+        h.sched.advance(500)
+        assert [h.coord.heartbeat("g", gen, m, None) for m in ids] == [E.NONE, E.NONE]
+    group = h.coord.groups["g"]
+    assert group.generation_id == gen and sorted(group.members) == sorted(ids)
+    assert len(h.store.records) == written  # nothing appended by a retired group

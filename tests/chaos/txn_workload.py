@@ -214,6 +214,7 @@ class Processor(_Thread):
             code = _code(m)
             if code is not None:
                 self.consume_errors[code] = self.consume_errors.get(code, 0) + 1
+                self.last_error = f"consume at {self.h.now():.1f} s: {m.error()}"  # which call, which broker
         msgs = [m for m in got_msgs if m.error() is None]
         if not msgs:
             return prod, cons

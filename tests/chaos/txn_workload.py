@@ -16,6 +16,11 @@ TxnHistory (txn_history.py) for txn_checker.py.
   assignment (rdkafka_assignment.c puts it back on the pending list with offset INVALID; seen with
   debug=cgrp, and Kafka answers UNSTABLE the same way), which with `earliest` re-reads the input and
   breaks exactly-once on the client side. With `error` the processor sees _AUTO_OFFSET_RESET and rejoins.
+  Likewise for NOT_COORDINATOR on the committed-offsets fetch ("Failed to fetch committed offsets"):
+  librdkafka 2.16 does not retry it and leaves those partitions unstarted until the next rebalance, which a
+  stable group never has (docs/chaos.md: a coordinator restarted within its old ZooKeeper session answered
+  it before the controller moved its leaderships; Kafka answers NOT_COORDINATOR the same way once it
+  serves). The processor rejoins on it, counted in `offset_fetch_rejoins`.
 - `kill_processor()`: a processor dies mid-transaction: its producer is abandoned with the transaction
   open (never used again, so only the coordinator's timeout can end it; a `died` op), its consumer closed;
   the processor comes back with a new transactional id and redoes the input from the committed offsets.
@@ -125,6 +130,7 @@ class Processor(_Thread):
         self.last_commit = 0.0
         self.committed_txns = 0
         self.resets = 0  # _AUTO_OFFSET_RESET errors seen (each followed by a rejoin)
+        self.offset_fetch_rejoins = 0  # NOT_COORDINATOR on the committed-offsets fetch (each a rejoin)
         self.consume_errors: dict[int, int] = {}  # error code -> count, of consume()
         self.kill_requested = threading.Event()
         self.graveyard: list[Producer] = []  # producers abandoned mid-transaction (kept alive, unused)
@@ -175,7 +181,7 @@ class Processor(_Thread):
         return (
             f"stage {self.stage}; assigned {self.assignment}; last batch {n} records at {at:.1f} s; "
             f"txns {self.n_txn}, committed {self.committed_txns} (last at {self.last_commit:.1f} s); "
-            f"resets {self.resets}; consume errors {self.consume_errors}; last error {self.last_error!r}"
+            f"resets {self.resets}; offset-fetch rejoins {self.offset_fetch_rejoins}; consume errors {self.consume_errors}; last error {self.last_error!r}"
         )
 
     def _delivered(self, err: KafkaError | None, msg: Any) -> None:
@@ -208,6 +214,11 @@ class Processor(_Thread):
         got_msgs = cons.consume(num_messages=self.batch, timeout=0.1)
         if any(_code(m) == KafkaError._AUTO_OFFSET_RESET for m in got_msgs):
             self.resets += 1  # the client lost the committed offset (see the module docstring): rejoin
+            cons.close()
+            return prod, self._consumer()
+        if any(_lost_offset_fetch(m) for m in got_msgs):
+            self.offset_fetch_rejoins += 1  # librdkafka gave up on the partitions (module docstring)
+            self.last_error = f"consume at {self.h.now():.1f} s: NOT_COORDINATOR on the offset fetch: rejoin"
             cons.close()
             return prod, self._consumer()
         for m in got_msgs:
@@ -292,6 +303,16 @@ class Processor(_Thread):
     def _close_quietly(prod: Producer) -> None:
         with contextlib.suppress(Exception):  # a fenced producer may refuse: it is replaced anyway
             prod.flush(1)
+
+
+def _lost_offset_fetch(m: Any) -> bool:
+    """A consume() error saying the committed-offsets fetch failed with NOT_COORDINATOR."""
+    err = m.error()
+    return (
+        err is not None
+        and err.code() == KafkaError.NOT_COORDINATOR
+        and "committed offsets" in (err.str() or "")
+    )
 
 
 def _code(m: Any) -> int | None:

@@ -64,6 +64,9 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
                 known.add(leader)
     replicas = broker.replicas
     errors = replicas.apply_leader_and_isr(body["controller_id"], body["controller_epoch"], states, live)
+    fence = replicas.leader_fence
+    if fence is not None:  # the controller has told a fenced broker what it leads now
+        fence.on_leader_and_isr(body.get("broker_epoch", -1))
     cache.controller_id = body["controller_id"]
     cache.controller_epoch = max(cache.controller_epoch, body["controller_epoch"])
     for t in body.get("topic_states") or ():  # v2+ (ids from v5): partition.metadata, as Kafka writes it

@@ -23,6 +23,7 @@ from kafkad.cluster.isr_writer import IsrWriter
 from kafkad.controller.admin import ClusterAdmin
 from kafkad.controller.controller import Controller, ControllerSettings
 from kafkad.protocol import ApiKey
+from kafkad.replication.leader_fence import LeaderFence
 from kafkad.storage.meta_properties import new_cluster_id
 from kafkad.zk import znodes as Z
 from kafkad.zk.client import (
@@ -66,6 +67,8 @@ class ClusterMode:
         # the next CONNECTED is no new session, so it must be redone then)
         self._registration_due = False
         self._registering = False  # a re-registration is running (one at a time)
+        # Produce refused after a freeze longer than half the session (replication/leader_fence.py)
+        self.fence = LeaderFence(config.zookeeper.session_timeout_ms / 2000, on_fence=self._on_fence)
 
     # --- before the logs load --------------------------------------------------------------------------
     @classmethod
@@ -109,6 +112,8 @@ class ClusterMode:
         await self._register()
         cache.broker_epoch = self.broker_epoch
         broker.replicas.set_isr_updater(self.isr_writer)
+        broker.replicas.leader_fence = self.fence
+        self.fence.start()
         broker.replicas.offline_listeners.append(self._log_failed)
         self.controller = Controller(
             self.zk,
@@ -203,12 +208,14 @@ class ClusterMode:
                 if await self.zk.exists(path, watch=partial(_done, gone)) is not None:
                     log.info("%s is held by an older session; waiting for it to expire", path)
                     await asyncio.wait([gone], timeout=max(0.1, deadline - loop.time()))
-        self.broker_epoch = int(results[1].czxid)
+        self.broker_epoch = self.fence.broker_epoch = int(results[1].czxid)
         log.info("registered %s as %s:%d (broker epoch %d)", path, host, port, self.broker_epoch)
 
     def _on_state(self, state: ZkState, new_session: bool) -> None:
         if self._closing or self.controller is None:
             return
+        if state is ZkState.LOST:  # our leaderships are the controller's to hand out again
+            self.fence.fence("its ZooKeeper session expired", session_lost=True)
         if state is ZkState.CONNECTED:
             self._spawn(self._config_changes())  # kazoo dropped the watch on the connection loss
             if self._log_dir_event_unsent:
@@ -240,6 +247,22 @@ class ClusterMode:
         if self.admin is not None:
             self.admin.broker_epoch = self.broker_epoch
         self.controller.on_zk_state(ZkState.CONNECTED, True)
+
+    def _on_fence(self, episode: int) -> None:
+        if not self._closing and self.broker is not None:
+            self._spawn(self._confirm_session(episode, self.zk.session_id))
+
+    async def _confirm_session(self, episode: int, session_id: int | None) -> None:
+        """Lift fence `episode` if ZooKeeper still holds our registration under the session we had when
+        it began (the freeze was shorter than the session); else the controller's LeaderAndIsr lifts it."""
+        assert self.broker is not None
+        try:
+            got = await self.zk.get_or_none(Z.BrokerIdZNode.path(self.broker.broker_id))
+        except ZK_CONNECTION_ERRORS as e:
+            log.info("could not read our registration after a freeze (%r): waiting for the controller", e)
+            return
+        if session_id is not None and got is not None and got[1].ephemeralOwner == session_id:
+            self.fence.confirm(episode)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -368,6 +391,7 @@ class ClusterMode:
 
     async def close(self) -> None:
         self._closing = True
+        self.fence.stop()
         if self.controller is not None:
             await self.controller.close()
         await self.isr_writer.close()

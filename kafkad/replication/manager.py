@@ -20,7 +20,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
 from kafkad.replication.fetcher import FetcherManager
@@ -30,6 +30,9 @@ from kafkad.storage import partition_metadata
 from kafkad.storage.leader_epoch import LeaderEpochCache
 from kafkad.storage.log_offline import LogIOError, OfflineLog, is_transient
 from kafkad.storage.log_sync import LogSync
+
+if TYPE_CHECKING:
+    from kafkad.replication.leader_fence import LeaderFence
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +100,7 @@ class ReplicaManager:
         # cluster mode only (None / unused standalone)
         self.isr_updater: IsrUpdater | None = None
         self.fetchers: FetcherManager | None = None
+        self.leader_fence: LeaderFence | None = None  # refuses Produce after a freeze (leader_fence.py)
         self.controller_epoch = -1
         # HWs as loaded from replication-offset-checkpoint: a loaded Partition starts as the standalone
         # leader (ISR = {self}, HW = LEO); cluster mode puts the checkpointed HW back (the tail above it
@@ -513,4 +517,8 @@ class ReplicaManager:
             p.wake_waiters()
 
     def check_writable(self) -> None:
+        """Raise the error a Produce gets before any append: a full disk, or a fenced leader."""
         self.log_manager.check_writable()
+        fence = self.leader_fence
+        if fence is not None:
+            fence.check()

@@ -67,8 +67,9 @@ class ClusterMode:
         # the next CONNECTED is no new session, so it must be redone then)
         self._registration_due = False
         self._registering = False  # a re-registration is running (one at a time)
-        # Produce refused after a freeze longer than half the session (replication/leader_fence.py)
-        self.fence = LeaderFence(config.zookeeper.session_timeout_ms / 2000, on_fence=self._on_fence)
+        # Produce refused after a freeze longer than half the session (replication/leader_fence.py);
+        # its gap is set from the session timeout when it starts
+        self.fence = LeaderFence(float("inf"), on_fence=self._on_fence)
 
     # --- before the logs load --------------------------------------------------------------------------
     @classmethod
@@ -113,6 +114,7 @@ class ClusterMode:
         cache.broker_epoch = self.broker_epoch
         broker.replicas.set_isr_updater(self.isr_writer)
         broker.replicas.leader_fence = self.fence
+        self.fence.max_gap_s = cfg.zookeeper.session_timeout_ms / 2000
         self.fence.start()
         broker.replicas.offline_listeners.append(self._log_failed)
         self.controller = Controller(
@@ -254,15 +256,26 @@ class ClusterMode:
 
     async def _confirm_session(self, episode: int, session_id: int | None) -> None:
         """Lift fence `episode` if ZooKeeper still holds our registration under the session we had when
-        it began (the freeze was shorter than the session); else the controller's LeaderAndIsr lifts it."""
+        it began (the freeze was shorter than the session); else the controller's LeaderAndIsr lifts it.
+        Asks again while ZooKeeper cannot answer (a lost session fences anew and ends this)."""
         assert self.broker is not None
-        try:
-            got = await self.zk.get_or_none(Z.BrokerIdZNode.path(self.broker.broker_id))
-        except ZK_CONNECTION_ERRORS as e:
-            log.info("could not read our registration after a freeze (%r): waiting for the controller", e)
+        path = Z.BrokerIdZNode.path(self.broker.broker_id)
+        fence = self.fence
+        failures = 0
+        while not self._closing and fence.fenced and fence.episode == episode:
+            try:
+                got = await self.zk.get_or_none(path)
+            except ZK_CONNECTION_ERRORS as e:
+                if not failures:
+                    log.info(
+                        "could not read our registration after a freeze (%r); asking until it answers", e
+                    )
+                failures += 1
+                await asyncio.sleep(0.5)
+                continue
+            if session_id is not None and got is not None and got[1].ephemeralOwner == session_id:
+                fence.confirm(episode)
             return
-        if session_id is not None and got is not None and got[1].ephemeralOwner == session_id:
-            self.fence.confirm(episode)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -122,3 +122,35 @@ def test_frozen_leader_refuses_queued_produce_until_the_controller_confirms_it(
 
     c.wait_until(writable, 30, f"broker {old} takes writes as leader again")
     assert read_all(c.bootstrap, TOPIC, 0, 3) == [b"a", b"b", b"c"]
+
+
+def test_a_freeze_the_session_outlives_is_fenced_then_lifted_by_zookeeper(
+    zk_server: Any, kafkad_cluster: Callable[..., KafkadCluster]
+) -> None:
+    """Frozen 5.5 s with a 10 s session: longer than half the session (fenced), shorter than ZooKeeper's
+    silence limit even if kazoo's last ping came a third of the session before (3.3 + 5.5 < 10). The
+    queued write is refused; the broker then finds its registration under its own session and leads on
+    at the same leader epoch, without the controller."""
+    c = kafkad_cluster(zk_server.connect_string, 3, overrides={"zookeeper.session.timeout.ms": "10000"})
+    c.wait_registered([1, 2, 3], timeout_s=30)
+    controller = c.wait_controller(timeout_s=30)
+    assert create_topic(c.broker(controller).bootstrap, TOPIC, 1, 3)["error_code"] == 0
+    before = c.wait_isr(TOPIC, 0, 3, timeout_s=30)
+    queued = _connect(c, before.leader)
+    assert _code(queued, TOPIC, _batch(b"a")) is ErrorCode.NONE
+    c.sigstop(before.leader)
+    try:
+        queued.send(ApiKey.PRODUCE, _body(TOPIC, _batch(b"queued"), 1), expect_response=False)
+        time.sleep(5.5)  # the fault's length, not a wait for a condition
+    finally:
+        c.sigcont(before.leader)
+    assert _queued_code(queued) is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    c.wait_until(
+        lambda: _code(queued, TOPIC, _batch(b"b")) is ErrorCode.NONE or None,
+        30,
+        f"broker {before.leader} takes writes again",
+    )
+    after = c.partition_state(TOPIC, 0)
+    assert after is not None and (after.leader, after.leader_epoch) == (before.leader, before.leader_epoch)
+    log = c.broker(before.leader).log_path.read_text()
+    assert "accepting produce requests as leader again: the ZooKeeper session is the one it had" in log

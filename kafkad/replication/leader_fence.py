@@ -76,7 +76,7 @@ class LeaderFence:
         now = self._clock()
         gap = now - self._last_tick
         if gap > self.max_gap_s:
-            self.fence(f"this process did not run for {gap:.1f} s")
+            self.fence(self._gap_reason(gap))
         self._last_tick = now
         self._handle = asyncio.get_running_loop().call_later(self.tick_s, self._tick)
 
@@ -87,11 +87,17 @@ class LeaderFence:
             gap = self._clock() - self._last_tick
             if gap <= self.max_gap_s:
                 return
-            self.fence(f"this process did not run for {gap:.1f} s")
+            self.fence(self._gap_reason(gap))
         raise KafkaError(
             ErrorCode.NOT_LEADER_OR_FOLLOWER,
             "this broker's ZooKeeper session may have expired while it was not running; "
             "waiting for the controller to confirm its leaderships",
+        )
+
+    def _gap_reason(self, gap: float) -> str:
+        return (
+            f"its event loop did not run for {gap:.1f} s (frozen or stalled longer than half the ZooKeeper "
+            "session: the session may have expired meanwhile)"
         )
 
     def fence(self, why: str, *, session_lost: bool = False) -> None:

@@ -65,6 +65,21 @@ class LocalControlPlane:
             }
             for p in parts
         ]
+        loading = self.replicas.loading_of(name)
+        if loading:  # a crash's logs still loading: no leader yet (retriable), as Kafka's metadata has it
+            me = [broker.broker_id]
+            partitions += [
+                {
+                    "error_code": int(ErrorCode.LEADER_NOT_AVAILABLE),
+                    "partition_index": index,
+                    "leader_id": -1,
+                    "leader_epoch": 0,
+                    "replica_nodes": me,
+                    "isr_nodes": me,
+                    "offline_replicas": [],
+                }
+                for index in loading
+            ]
         offline = self.replicas.offline_of(name)
         if offline:  # files that failed (storage/log_offline.py): Kafka's offline partition, no leader
             me = [broker.broker_id]
@@ -80,6 +95,7 @@ class LocalControlPlane:
                 }
                 for off in offline
             ]
+        if offline or loading:
             partitions.sort(key=lambda p: p["partition_index"])
         return {
             "error_code": 0,
@@ -217,7 +233,7 @@ class LocalControlPlane:
     def partition_leader(self, topic: str, partition: int) -> int | None:
         part = self.replicas.get(topic, partition)
         if part is None:
-            return None
+            return -1 if self.replicas.is_loading(topic, partition) else None  # -1: a leader comes
         return part.leader_id if part.leader_id is not None else -1
 
     def live_broker_count(self) -> int:
@@ -300,6 +316,7 @@ class LocalControlPlane:
         validate_only: bool,
         timeout_ms: int,
     ) -> None:
+        await self.replicas.wait_loaded()  # the new partitions follow the loaded ones
         current = self.replicas.topics().get(name, 0)  # offline partitions count too
         check_new_partition_count(name, current, count, len(assignments) if assignments else None)
         if assignments and any(list(a) != [broker.broker_id] for a in assignments):
@@ -310,6 +327,7 @@ class LocalControlPlane:
     async def delete_topics(
         self, broker: Broker, names: Sequence[str], timeout_ms: int, *, with_ids: bool
     ) -> list[tuple[ErrorCode, uuid.UUID]]:
+        await self.replicas.wait_loaded()  # a loading log is open on a loader thread: never delete it
         out: list[tuple[ErrorCode, uuid.UUID]] = []
         for name in names:
             try:
@@ -341,6 +359,7 @@ class LocalControlPlane:
         lm = broker.log_manager
         lm.default_log_config.with_overrides(new)  # INVALID_CONFIG naming the key
         if not validate_only:
+            await self.replicas.wait_loaded()  # every partition dir of the topic gets the file
             await asyncio.get_running_loop().run_in_executor(None, lm.set_topic_overrides, topic, new)
 
     # --- elections and reassignments ------------------------------------------------------------------
@@ -352,7 +371,7 @@ class LocalControlPlane:
         results: dict[TP, ErrorCode] = {}
         messages: dict[TP, str] = {}
         for tp in partitions or []:
-            if self.replicas.get(tp[0], tp[1]) is None:
+            if not self.replicas.partition_known(tp[0], tp[1]) or self.replicas.is_offline(*tp):
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 messages[tp] = f"The partition {tp[0]}-{tp[1]} does not exist."
             else:
@@ -368,7 +387,7 @@ class LocalControlPlane:
         return {tp: self._reassign(broker, tp, target) for tp, target in moves.items()}
 
     def _reassign(self, broker: Broker, tp: TP, target: list[int] | None) -> tuple[ErrorCode, str]:
-        if self.replicas.get(tp[0], tp[1]) is None:
+        if self.replicas.get(tp[0], tp[1]) is None and not self.replicas.is_loading(tp[0], tp[1]):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The partition {tp[0]}-{tp[1]} does not exist."
         if target is None:
             return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"No reassignment in progress for {tp[0]}-{tp[1]}."

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
@@ -66,6 +67,7 @@ Listener = Callable[[Partition], None]
 
 class LogManagerLike(Protocol):
     def get(self, topic: str, partition: int) -> Any: ...
+    def offline(self, topic: str, partition: int) -> OfflineLog | None: ...
     def offline_logs(self) -> list[OfflineLog]: ...
 
     on_offline: Callable[[OfflineLog], None] | None
@@ -124,6 +126,9 @@ class ReplicaManager:
         self.cluster_has = cluster_has
         # flush.messages / flush.ms: appends fsynced before their answer (leader) or next fetch (follower)
         self.log_sync = LogSync(on_error=self._sync_failed, on_synced=self._synced)
+        # Standalone after a crash: partitions whose logs still load (track_loading), by their directory.
+        self._loading: dict[TP, Path] = {}
+        self._all_loaded: asyncio.Event | None = None
 
     def load_from_logs(self) -> int:
         """Wrap every loaded log (after LogManager.load) as a leader partition."""
@@ -135,6 +140,45 @@ class ReplicaManager:
         for off in self.log_manager.offline_logs():
             self._offline[(off.topic, off.partition)] = off
         return len(self._partitions)
+
+    # --- serving while a crash's logs load (standalone) ---------------------------------------------
+    def track_loading(self, loading: Iterable[tuple[str, int, Path]]) -> None:
+        """These partitions exist but their logs are still being recovered (LogManager.load_rest):
+        they count as existing (topics, Metadata without a leader, never created anew) and requests
+        for them are answered NOT_LEADER_OR_FOLLOWER, retriable, as Kafka answers a replica whose log
+        is not open (ReplicaManager.getPartitionOrError), until `loaded` installs each one."""
+        for topic, index, path in loading:
+            self._loading[(topic, index)] = path
+
+    def loaded(self, tp: TP, plog: Any) -> None:
+        """LogManager.on_loaded: the partition's log is open (`plog`), or failed to open (None)."""
+        if self._loading.pop(tp, None) is None:
+            return
+        if plog is None:
+            off = self.log_manager.offline(*tp)
+            if off is not None:
+                self._offline[tp] = off
+        else:
+            self._partitions[tp] = Partition(plog, self.broker_id, log_sync=self.log_sync)
+        if not self._loading and self._all_loaded is not None:
+            self._all_loaded.set()
+
+    def is_loading(self, topic: str, partition: int) -> bool:
+        return (topic, partition) in self._loading
+
+    def loading_of(self, topic: str) -> list[int]:
+        return sorted(i for t, i in self._loading if t == topic)
+
+    def loading_count(self) -> int:
+        return len(self._loading)
+
+    async def wait_loaded(self) -> None:
+        """Until every partition is loaded (admin changes that touch every log of a topic wait)."""
+        if not self._loading:
+            return
+        if self._all_loaded is None:
+            self._all_loaded = asyncio.Event()
+        await self._all_loaded.wait()
 
     # --- cluster mode ------------------------------------------------------------------------------
     def enter_cluster_mode(
@@ -353,6 +397,8 @@ class ReplicaManager:
         """The error for a partition `get` did not find: offline, or not here."""
         if (topic, partition) in self._offline:
             return ErrorCode.KAFKA_STORAGE_ERROR
+        if (topic, partition) in self._loading:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.cluster_has is not None and self.cluster_has(topic, partition):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -365,7 +411,7 @@ class ReplicaManager:
         OffsetDelete: Kafka's KafkaApis checks its metadata cache, not the local logs). Standalone: a
         local or offline log; cluster mode: also any partition in the cluster's metadata."""
         key = (topic, partition)
-        if key in self._partitions or key in self._offline:
+        if key in self._partitions or key in self._offline or key in self._loading:
             return True
         return self.cluster_has is not None and self.cluster_has(topic, partition)
 
@@ -425,11 +471,13 @@ class ReplicaManager:
         return exc if isinstance(exc, KafkaError) else KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
 
     def topics(self) -> dict[str, int]:
-        """Topic -> partition count, offline partitions included."""
+        """Topic -> partition count, offline and loading partitions included."""
         out: dict[str, int] = {}
         for topic, _ in self._partitions:
             out[topic] = out.get(topic, 0) + 1
         for topic, _ in self._offline:
+            out[topic] = out.get(topic, 0) + 1
+        for topic, _ in self._loading:
             out[topic] = out.get(topic, 0) + 1
         return out
 
@@ -437,7 +485,11 @@ class ReplicaManager:
         return sorted((p for (t, _), p in self._partitions.items() if t == topic), key=lambda p: p.index)
 
     def has_topic(self, topic: str) -> bool:
-        return any(t == topic for t, _ in self._partitions) or any(t == topic for t, _ in self._offline)
+        return (
+            any(t == topic for t, _ in self._partitions)
+            or any(t == topic for t, _ in self._offline)
+            or any(t == topic for t, _ in self._loading)
+        )
 
     def all_partitions(self) -> list[Partition]:
         return list(self._partitions.values())
@@ -465,10 +517,11 @@ class ReplicaManager:
         tid = self._topic_ids.get(topic)
         if tid is not None:
             return tid
-        parts = self.partitions_of(topic)
-        if not parts:
+        dirs = [p.log.directory for p in self.partitions_of(topic)]
+        dirs += [path for (t, _), path in self._loading.items() if t == topic]
+        if not dirs:
             return partition_metadata.ZERO
-        found = next((t for p in parts if (t := partition_metadata.read(p.log.directory))), None)
+        found = next((t for d in dirs if (t := partition_metadata.read(d))), None)
         tid = found or uuid.uuid4()
         self.set_topic_id(topic, tid)
         return tid
@@ -501,6 +554,8 @@ class ReplicaManager:
         self._partitions[(topic, index)] = Partition(plog, self.broker_id, log_sync=self.log_sync)
 
     def delete_topic(self, topic: str) -> None:
+        if any(t == topic for t, _ in self._loading):  # callers wait_loaded() first
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"topic '{topic}' is still loading")
         parts = self.partitions_of(topic)
         offline = self.offline_of(topic)
         if not parts and not offline:

@@ -10,11 +10,13 @@ shutdown.timeout.ms), close connections, then LogManager.shutdown (flush, checkp
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -31,6 +33,7 @@ from kafkad.config.broker_config import BrokerConfig, ConfigError, load_config
 from kafkad.config.docs import check_config_lines, render_markdown
 from kafkad.network.dispatcher import Dispatcher
 from kafkad.network.server import Server
+from kafkad.protocol.topic_names import INTERNAL_TOPICS
 from kafkad.replication.manager import ReplicaManager
 from kafkad.security.settings import METRICS_TLS
 from kafkad.service.netlink import NetlinkWatcher
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
     from kafkad.cluster.zookeeper import ZooKeeperControlPlane
     from kafkad.service.bridge_service import BridgeService, ShippedGate
     from kafkad.service.log_cleaner_task import CleanerService
-    from kafkad.storage.log_manager import LogManager
+    from kafkad.storage.log_manager import LoadJob, LogManager
 
 log = logging.getLogger("kafkad")
 
@@ -221,6 +224,25 @@ def _start_cleaner(config: BrokerConfig, log_manager: LogManager, clock: Clock) 
     return service
 
 
+def _first(topic: str) -> bool:
+    """What loads before the listeners open even after a crash: the coordinators read these at start."""
+    return topic in INTERNAL_TOPICS
+
+
+def _load_behind(log_manager: LogManager, jobs: list[LoadJob], loop: asyncio.AbstractEventLoop) -> None:
+    """The logs load_first left: opened on the recovery threads, installed on the loop one by one."""
+
+    def load() -> None:
+        log_manager.load_rest(jobs, loop.call_soon_threadsafe)
+        loop.call_soon_threadsafe(_all_loaded)  # after every partition's own install callback
+
+    def _all_loaded() -> None:
+        if not log_manager.loading():
+            log.info("every partition is loaded; %s after exec", _since_exec())
+
+    threading.Thread(target=load, name="log-load-behind", daemon=True).start()
+
+
 async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Event | None = None) -> int:
     from kafkad.config.dynamic import DynamicBrokerConfig, load_layered
     from kafkad.service.health import OpsRuntime
@@ -287,9 +309,15 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
     )
     # The handler modules import (~0.2 s) on another thread while the logs load: most of a recovery
     # is I/O and CRC outside the GIL, and the handlers do not need the logs.
-    _, handlers = await asyncio.gather(
-        loop.run_in_executor(None, log_manager.load), loop.run_in_executor(None, load_handlers)
+    # Standalone, after a crash, only the logs that need no recovery and the coordinators' internal
+    # topics load before the listeners open; the others load behind them (serve as they load, each
+    # answered NOT_LEADER_OR_FOLLOWER until it is in). A cluster member loads every log before it
+    # registers in ZooKeeper (and so can be elected leader): that path is unchanged.
+    load = log_manager.load if cluster is not None else functools.partial(log_manager.load_first, _first)
+    later, handlers = await asyncio.gather(
+        loop.run_in_executor(None, load), loop.run_in_executor(None, load_handlers)
     )
+    later = later or []
     # The control plane, chosen once: ZooKeeper's in a cluster, else the local one (a cluster of one).
     plane: ZooKeeperControlPlane | None = None
     if cluster is not None:
@@ -303,6 +331,8 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         topic_overrides=plane.topic_overrides if plane is not None else None,
     )
     n = replicas.load_from_logs()
+    replicas.track_loading((req.topic, req.partition, req.path) for _, req in later)
+    log_manager.on_loaded = replicas.loaded
     offline = len(replicas.offline_partitions())  # their files failed: ERROR lines name them
     serving = f"serving {n} partitions" + (f", {offline} offline (storage errors)" if offline else "")
     producer_ids: ProducerIds = (
@@ -379,9 +409,11 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         await loop.run_in_executor(None, watcher.start)
     if cluster is not None and plane is not None:
         await cluster.start(broker, plane.cache)
+    if later:
+        serving += f", {len(later)} loading after a crash"
     ops.ready(serving)
     log.info(
-        "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s; %s after exec (logs %.2f s)",
+        "kafkad %s started: broker %d, cluster %s, %d partitions, listening on %s; %s after exec (logs %.2f s)%s",
         __version__,
         broker_id,
         cluster_id,
@@ -389,7 +421,10 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         ", ".join(f"{h}:{p}" for h, p in bound),
         _since_exec(),
         log_manager.load_stats.seconds if log_manager.load_stats is not None else 0.0,
+        f"; loading {len(later)} more partitions" if later else "",
     )
+    if later:
+        _load_behind(log_manager, later, loop)
 
     # What startup made (modules, codecs, loaded logs: ~48k objects) lives as long as the process; frozen,
     # it is out of the cyclic collector's sight, so a full collection walks only what came after (~500

@@ -19,6 +19,7 @@ calls the passes; each decides on the event loop and leaves the slow part to a b
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -62,7 +63,13 @@ from kafkad.storage.topic_configs import read_topic_overrides, write_topic_overr
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Deletion", "LoadStats", "LogManager"]
+__all__ = ["Deletion", "LoadJob", "LoadStats", "LogManager"]
+
+LoadJob = tuple[str, OpenRequest]  # (log dir, what its checkpoints say about one partition)
+OpenResult = tuple[PartitionLog, dict[str, str]] | Exception  # the log and its topic's overrides, or why not
+# Tests only: a dir in which a file `<topic>-<partition>.hold` keeps that partition's background load
+# waiting until the file is removed (a recovery made slow deterministically, tests/integration).
+HOLD_LOAD_ENV = "KAFKAD_TEST_HOLD_LOAD_DIR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +121,128 @@ class LogManager(LogManagerPasses):
         self._unclean_dirs: set[str] = set()  # no clean-shutdown marker for these
         # Told (on the loop) of each partition take_offline takes away: the ReplicaManager drops it.
         self.on_offline: Callable[[OfflineLog], None] | None = None
+        # Serving while a crash's logs load (load_first / load_rest): partitions not installed yet, by
+        # the job that opens them; opened on a loader thread, waiting for the loop to install them.
+        self._loading: dict[TopicPartition, LoadJob] = {}
+        self._opened: dict[TopicPartition, tuple[str, OpenRequest, OpenResult]] = {}
+        self._stop_loading = threading.Event()
+        self._loaders: list[threading.Thread] = []
+        self._load_started = 0.0
+        self._loading_total = 0
+        # Told (on the loop) of each partition load_rest installed: its log, or None if it went offline.
+        self.on_loaded: Callable[[TopicPartition, PartitionLog | None], None] | None = None
 
     # ---- start and stop -------------------------------------------------------------------------
 
     def load(self) -> None:
         """Blocking: call in executor. Open every partition of every log dir (recovering after a crash)."""
         started = time.monotonic()
-        jobs: list[tuple[str, OpenRequest]] = []
+        jobs, clean_dirs = self._scan()
+        self._install_all(jobs, self._open_many(jobs))
+        self._loaded_stats(jobs, clean_dirs, started)
+
+    def load_first(self, first: Callable[[str], bool]) -> list[LoadJob]:
+        """Blocking: call in executor. `load` for a start that serves while the logs of a crash load.
+
+        Opens now the partitions that need no recovery (their dir has its clean-shutdown marker) and
+        those of the topics `first` names (the coordinators' internal topics, read before serving).
+        The others are returned, in the order to load them (least to recover first), and stay
+        registered as loading: checkpointed with the offsets they were loaded with, never created
+        anew, until `load_rest` opens them.
+        """
+        started = time.monotonic()
+        jobs, clean_dirs = self._scan()
+        now = [j for j in jobs if not j[1].recover or first(j[1].topic)]
+        rest = [j for j in jobs if j[1].recover and not first(j[1].topic)]
+        self._install_all(now, self._open_many(now))
+        self._loaded_stats(now, clean_dirs, started)
+        rest.sort(key=_recovery_work)
+        with self._lock:
+            for d, req in rest:
+                self._loading[(req.topic, req.partition)] = (d, req)
+        self._load_started, self._loading_total = started, len(rest)
+        return rest
+
+    def load_rest(self, jobs: list[LoadJob], deliver: Callable[[Callable[[], None]], object]) -> None:
+        """Blocking: call on a thread of its own. Open `jobs` (from load_first) on the recovery threads;
+        each opened log is handed to `deliver` (the loop's call_soon_threadsafe) to be installed on the
+        loop, where `on_loaded` hears of it. `shutdown` stops what has not started yet."""
+        threads = max(1, min(len(jobs), self.config.num_recovery_threads * len(self._dirs)))
+        todo = iter(jobs)
+
+        def worker() -> None:
+            while not self._stop_loading.is_set():
+                with self._lock:
+                    job = next(todo, None)
+                if job is None:
+                    return
+                d, req = job
+                _hold_for_test(req, self._stop_loading)
+                result = self._open_or_fail(req)
+                with self._lock:
+                    self._opened[(req.topic, req.partition)] = (d, req, result)
+                try:
+                    deliver(functools.partial(self._install_loaded, req.topic, req.partition))
+                except RuntimeError:  # the loop is closed: shutdown installs (and closes) it
+                    return
+
+        workers = [threading.Thread(target=worker, name=f"log-load-{i}", daemon=True) for i in range(threads)]
+        self._loaders = workers
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+
+    def loading(self) -> list[OpenRequest]:
+        """The partitions load_first left to load_rest that are not installed yet."""
+        with self._lock:
+            return [req for _, req in self._loading.values()]
+
+    def _install_loaded(self, topic: str, partition: int) -> None:
+        """On the loop: install one log load_rest opened (unless shutdown took it first)."""
+        tp = (topic, partition)
+        with self._lock:
+            opened = self._opened.pop(tp, None)
+            if opened is None:
+                return
+            del self._loading[tp]
+            left = len(self._loading)
+        d, req, result = opened
+        self._install_all([(d, req)], [result])
+        plog = self._logs.get(tp)
+        if plog is not None:
+            plog.config = self._config_of(topic)  # a dynamic default that changed while it loaded
+        if self.on_loaded is not None:
+            self.on_loaded(tp, plog)
+        if not left:
+            log.info(
+                "loaded %d more partitions behind the listeners, %.3f s after the logs began loading",
+                self._loading_total,
+                time.monotonic() - self._load_started,
+            )
+
+    def _config_of(self, topic: str) -> LogConfig:
+        overrides = self._overrides.get(topic)
+        return self.default_log_config.with_overrides(overrides) if overrides else self.default_log_config
+
+    def _stop_loader(self) -> list[tuple[str, OpenRequest, OpenResult]]:
+        """Blocking (shutdown): stop load_rest, wait for the opens in progress; what was opened but not
+        installed yet is returned, and the dirs of partitions never opened get no clean marker."""
+        self._stop_loading.set()
+        for w in self._loaders:
+            w.join()
+        with self._lock:
+            opened = list(self._opened.values())
+            self._opened.clear()
+            for tp in [(req.topic, req.partition) for _, req, _ in opened]:
+                self._loading.pop(tp, None)
+            for d, _req in self._loading.values():  # never recovered: the next start must
+                self._unclean_dirs.add(d)
+        return opened
+
+    def _scan(self) -> tuple[list[LoadJob], int]:
+        """Blocking: the clean markers (noted, then deleted), the checkpoints and every partition dir."""
+        jobs: list[LoadJob] = []
         clean_dirs = 0
         for d in self._dirs:
             path = Path(d)
@@ -175,33 +297,39 @@ class LogManager(LogManagerPasses):
                     f"partition {req.topic}-{req.partition} exists in two log dirs: {seen[tp]} and {d}",
                 )
             seen[tp] = d
+        return jobs, clean_dirs
+
+    def _open_many(self, jobs: list[LoadJob]) -> list[OpenResult]:
+        if not jobs:
+            return []
         threads = max(1, min(len(jobs), self.config.num_recovery_threads * len(self._dirs)))
         with ThreadPoolExecutor(threads, thread_name_prefix="log-load") as pool:
-            opened = list(pool.map(self._open_or_fail, (req for _, req in jobs)))
+            return list(pool.map(self._open_or_fail, (req for _, req in jobs)))
+
+    def _install_all(self, jobs: list[LoadJob], opened: list[OpenResult]) -> None:
         for (d, req), result in zip(jobs, opened, strict=True):
             tp = (req.topic, req.partition)
             if isinstance(result, Exception):
-                self._record_offline(
-                    OfflineLog(
-                        req.topic,
-                        req.partition,
-                        d,
-                        failed_file(result, req.path),
-                        describe(result),
-                        req.recovery_point,
-                        req.log_start_offset,
-                        req.high_watermark,
-                    ),
-                    "cannot load",
-                    result,
+                off = OfflineLog(
+                    req.topic,
+                    req.partition,
+                    d,
+                    failed_file(result, req.path),
+                    describe(result),
+                    req.recovery_point,
+                    req.log_start_offset,
+                    req.high_watermark,
                 )
+                self._record_offline(off, "cannot load", result)
                 continue
             plog, overrides = result
             plog.write_gate = self.write_gate
+            self._dir_of[tp] = d  # first: a checkpoint thread reads _logs, then _dir_of
             self._logs[tp] = plog
-            self._dir_of[tp] = d
             if overrides:
                 self._overrides.setdefault(req.topic, overrides)
+
+    def _loaded_stats(self, jobs: list[LoadJob], clean_dirs: int, started: float) -> None:
         self.load_stats = LoadStats(
             partitions=len(jobs),
             recovered=sum(1 for _, r in jobs if r.recover),
@@ -218,7 +346,7 @@ class LogManager(LogManagerPasses):
             len(self._offline),
         )
 
-    def _open_or_fail(self, req: OpenRequest) -> tuple[PartitionLog, dict[str, str]] | Exception:
+    def _open_or_fail(self, req: OpenRequest) -> OpenResult:
         """Blocking: `_open_one`, or what made it fail (that partition goes offline, not the broker)."""
         try:
             return self._open_one(req)
@@ -287,6 +415,9 @@ class LogManager(LogManagerPasses):
 
     def shutdown(self) -> None:
         """Blocking: call in executor. Flush and close every log, write checkpoints, then the clean markers."""
+        late = self._stop_loader()
+        if late:
+            self._install_all([(d, req) for d, req, _ in late], [r for _, _, r in late])
         items = list(self._logs.values())
         threads = max(1, min(len(items), self.config.num_recovery_threads * len(self._dirs)))
         with ThreadPoolExecutor(threads, thread_name_prefix="log-close") as pool:
@@ -329,10 +460,19 @@ class LogManager(LogManagerPasses):
 
     def _checkpoint_all(self, *, everything: bool = True) -> None:
         per_dir: dict[str, list[tuple[TopicPartition, Offsets]]] = {d: [] for d in self._dirs}
-        for tp, plog in list(self._logs.items()):
-            per_dir[self._dir_of[tp]].append((tp, plog))
+        with self._lock:  # first: one installed meanwhile is then in the logs below
+            loading = list(self._loading.values())
+        logs = dict(self._logs)
+        for tp, plog in logs.items():
+            d = self._dir_of.get(tp)  # None: taken offline meanwhile (then in _offline below)
+            if d is not None:
+                per_dir[d].append((tp, plog))
         for tp, off in list(self._offline.items()):  # what was last known, not forgotten
             per_dir[off.log_dir].append((tp, off))
+        for d, req in loading:  # not opened yet: what its dir said at the start
+            tp = (req.topic, req.partition)
+            if tp not in logs and tp not in self._offline:
+                per_dir[d].append((tp, req))
         for d, entries in per_dir.items():
             path = Path(d)
             try:
@@ -401,6 +541,8 @@ class LogManager(LogManagerPasses):
         off = self._offline.get(tp)
         if off is not None:  # its files are still there: never shadow them with a new log
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"{topic}-{partition} is offline: {off.reason}")
+        if tp in self._loading:  # the same: its log is being recovered
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{topic}-{partition} is still loading")
         validate_topic_name(topic)
         if partition < 0:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"partition {partition} of {topic} is negative")
@@ -544,6 +686,33 @@ def _read_checkpoint(path: Path) -> dict[TopicPartition, int] | None:
             "%s; rebuilding what it held (a dir whose recovery points are lost recovers in full)", exc.message
         )
         return None
+
+
+def _recovery_work(job: LoadJob) -> int:
+    """Blocking, cheap (one scandir): the bytes recovery may have to read, the segments from the one
+    holding the recovery point on; what loads first, serves first."""
+    req = job[1]
+    try:
+        with os.scandir(req.path) as entries:
+            logs = sorted(
+                (int(e.name[:20]), e.stat().st_size)
+                for e in entries
+                if e.name.endswith(".log") and e.name[:20].isdigit()
+            )
+    except OSError:
+        return 0
+    nexts = [base for base, _ in logs[1:]] + [2**63]
+    return sum(size for (_, size), nxt in zip(logs, nexts, strict=True) if nxt > req.recovery_point)
+
+
+def _hold_for_test(req: OpenRequest, stop: threading.Event) -> None:
+    """HOLD_LOAD_ENV (tests only): wait while `<topic>-<partition>.hold` exists there (or until shutdown)."""
+    hold_dir = os.environ.get(HOLD_LOAD_ENV)
+    if not hold_dir:
+        return
+    hold = Path(hold_dir) / f"{req.topic}-{req.partition}.hold"
+    while hold.exists() and not stop.wait(0.01):
+        pass
 
 
 def _replace_config(req: OpenRequest, config: LogConfig) -> OpenRequest:

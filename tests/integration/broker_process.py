@@ -78,6 +78,7 @@ class BrokerProcess:
         self._log_offset = 0
         # ERROR entries this broker's test causes on purpose (regexes, each with its reason at the test)
         self.expect_errors: list[str] = list(expect_errors)
+        self.wait_loaded = True  # start() waits for the logs a crash left loading too (see _loaded)
 
     # --- lifecycle -------------------------------------------------------------------------------
     @property
@@ -153,13 +154,22 @@ class BrokerProcess:
                 raise BrokerStartError(
                     f"kafkad exited with {self.proc.returncode} during startup; log:\n{self.log_text()}"
                 )
-            if " started: " in self.log_text() and self._connectable():
+            text = self.log_text()
+            if " started: " in text and self._connectable() and self._loaded(text):
                 return
             time.sleep(0.05)
         self.kill9()
         raise BrokerStartError(
             f"kafkad did not start within {self.startup_timeout_s}s; log:\n{self.log_text()}"
         )
+
+    def _loaded(self, text: str) -> bool:
+        """After a crash a standalone broker serves while some logs still load ("; loading N more
+        partitions" on its started line): unless `wait_loaded` is off, start() returns once every
+        partition is loaded, as a test that acts at once on any partition expects."""
+        if not self.wait_loaded or "; loading " not in text:
+            return True
+        return "every partition is loaded" in text
 
     def _connectable(self) -> bool:
         try:

@@ -201,14 +201,14 @@ class LogManager(LogManagerPasses):
     def _install_loaded(self, topic: str, partition: int) -> None:
         """On the loop: install one log load_rest opened (unless shutdown took it first)."""
         tp = (topic, partition)
-        with self._lock:
+        with self._lock:  # held while installing: shutdown's list of logs to close has it, or took it
             opened = self._opened.pop(tp, None)
             if opened is None:
                 return
             del self._loading[tp]
             left = len(self._loading)
-        d, req, result = opened
-        self._install_all([(d, req)], [result])
+            d, req, result = opened
+            self._install_all([(d, req)], [result])
         plog = self._logs.get(tp)
         if plog is not None:
             plog.config = self._config_of(topic)  # a dynamic default that changed while it loaded
@@ -416,9 +416,10 @@ class LogManager(LogManagerPasses):
     def shutdown(self) -> None:
         """Blocking: call in executor. Flush and close every log, write checkpoints, then the clean markers."""
         late = self._stop_loader()
-        if late:
-            self._install_all([(d, req) for d, req, _ in late], [r for _, _, r in late])
-        items = list(self._logs.values())
+        with self._lock:  # an install running on the loop now finishes first (_install_loaded)
+            if late:
+                self._install_all([(d, req) for d, req, _ in late], [r for _, _, r in late])
+            items = list(self._logs.values())
         threads = max(1, min(len(items), self.config.num_recovery_threads * len(self._dirs)))
         with ThreadPoolExecutor(threads, thread_name_prefix="log-close") as pool:
             self._fail_each(pool.map(attempt(lambda plog: plog.flush()), items))

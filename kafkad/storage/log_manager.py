@@ -146,8 +146,7 @@ class LogManager(LogManagerPasses):
 
         Opens now the partitions that need no recovery (their dir has its clean-shutdown marker) and
         those of the topics `first` names (the coordinators' internal topics, read before serving).
-        The others are returned, in the order to load them (least to recover first), and stay
-        registered as loading: checkpointed with the offsets they were loaded with, never created
+        The others are returned and stay registered as loading: checkpointed with the offsets they were loaded with, never created
         anew, until `load_rest` opens them.
         """
         started = time.monotonic()
@@ -156,7 +155,6 @@ class LogManager(LogManagerPasses):
         rest = [j for j in jobs if j[1].recover and not first(j[1].topic)]
         self._install_all(now, self._open_many(now))
         self._loaded_stats(now, clean_dirs, started)
-        rest.sort(key=_recovery_work)
         with self._lock:
             for d, req in rest:
                 self._loading[(req.topic, req.partition)] = (d, req)
@@ -166,9 +164,10 @@ class LogManager(LogManagerPasses):
     def load_rest(self, jobs: list[LoadJob], deliver: Callable[[Callable[[], None]], object]) -> None:
         """Blocking: call on a thread of its own. Open `jobs` (from load_first) on the recovery threads;
         each opened log is handed to `deliver` (the loop's call_soon_threadsafe) to be installed on the
-        loop, where `on_loaded` hears of it. `shutdown` stops what has not started yet."""
+        loop, where `on_loaded` hears of it. `shutdown` stops what has not started yet. The least to
+        recover loads (and serves) first."""
         threads = max(1, min(len(jobs), self.config.num_recovery_threads * len(self._dirs)))
-        todo = iter(jobs)
+        todo = iter(sorted(jobs, key=_recovery_work))
 
         def worker() -> None:
             while not self._stop_loading.is_set():

@@ -60,7 +60,6 @@ def test_load_first_opens_the_internal_topics_and_leaves_the_rest_loading(tmp_pa
     assert [r.topic for r in opener.requests] == [INTERNAL]
     assert sorted((req.topic, req.partition) for _, req in rest) == [("t", 0), ("t", 1)]
     assert [req.recover for _, req in rest] == [True, True]
-    assert rest[0][1].partition == 0  # fewer bytes to recover: loads first
     got = lm.get(INTERNAL, 0)
     assert got is not None and got.log_end_offset == 2
     assert lm.get("t", 0) is None
@@ -125,3 +124,18 @@ def test_shutdown_closes_logs_opened_but_not_installed_yet(tmp_path: Path) -> No
     assert not any(r.recover for r in opener.requests)
     ends = {p: plog.log_end_offset for p in (0, 1) if (plog := lm2.get("t", p)) is not None}
     assert ends == {0: 3, 1: 5}
+
+
+def test_the_least_to_recover_loads_first(tmp_path: Path) -> None:
+    clock = ManualClock()
+    config = LogManagerConfig(log_dirs=(str(tmp_path / "d1"),), num_recovery_threads=1)
+    lm = LogManager(config, LogConfig(), clock)
+    lm.load()
+    for p, n in ((0, 50), (1, 5), (2, 20)):
+        lm.create_partition("t", p).append(batch(n), leader_epoch=0, now_ms=clock.time_ms())
+    lm.checkpoint_all()  # recovery points 0: each recovers all it holds
+    lm2 = LogManager(config, LogConfig(), clock)
+    heard: list[tuple[str, int]] = []
+    lm2.on_loaded = lambda tp, _plog: heard.append(tp)
+    lm2.load_rest(lm2.load_first(_internal), lambda install: install())
+    assert heard == [("t", 1), ("t", 2), ("t", 0)]

@@ -10,6 +10,7 @@ shutdown.timeout.ms), close connections, then LogManager.shutdown (flush, checkp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import logging
@@ -234,7 +235,8 @@ def _load_behind(log_manager: LogManager, jobs: list[LoadJob], loop: asyncio.Abs
 
     def load() -> None:
         log_manager.load_rest(jobs, loop.call_soon_threadsafe)
-        loop.call_soon_threadsafe(_all_loaded)  # after every partition's own install callback
+        with contextlib.suppress(RuntimeError):  # the loop closed: a shutdown stopped the load
+            loop.call_soon_threadsafe(_all_loaded)  # after every partition's own install callback
 
     def _all_loaded() -> None:
         if not log_manager.loading():

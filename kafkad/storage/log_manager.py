@@ -186,9 +186,12 @@ class LogManager(LogManagerPasses):
                     return
 
         workers = [threading.Thread(target=worker, name=f"log-load-{i}", daemon=True) for i in range(threads)]
-        self._loaders = workers
-        for w in workers:
-            w.start()
+        with self._lock:  # _stop_loader joins exactly the workers started before it stopped the load
+            if self._stop_loading.is_set():
+                return
+            for w in workers:
+                w.start()
+            self._loaders = workers
         for w in workers:
             w.join()
 
@@ -227,8 +230,10 @@ class LogManager(LogManagerPasses):
     def _stop_loader(self) -> list[tuple[str, OpenRequest, OpenResult]]:
         """Blocking (shutdown): stop load_rest, wait for the opens in progress; what was opened but not
         installed yet is returned, and the dirs of partitions never opened get no clean marker."""
-        self._stop_loading.set()
-        for w in self._loaders:
+        with self._lock:
+            self._stop_loading.set()
+            loaders = list(self._loaders)
+        for w in loaders:
             w.join()
         with self._lock:
             opened = list(self._opened.values())
@@ -436,7 +441,10 @@ class LogManager(LogManagerPasses):
         self.run_deletions([p.action for p in pending])
         for d in self._dirs:
             if d in self._unclean_dirs:
-                log.warning("log dir %s: no clean-shutdown marker (a partition failed): recovery at start", d)
+                log.warning(
+                    "log dir %s: no clean-shutdown marker (a partition failed or never loaded): recovery at start",
+                    d,
+                )
                 continue
             try:
                 checkpoints.write_atomic(Path(d) / CLEAN_SHUTDOWN_FILE, b"")

@@ -198,3 +198,43 @@ def test_a_loaded_partition_serves_while_another_still_recovers(
     finally:
         b.stop()
     b.check_log()
+
+
+def test_a_stop_while_logs_load_exits_cleanly_and_leaves_the_unloaded_ones_to_recover(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hold_dir = tmp_path / "hold"
+    hold_dir.mkdir()
+    monkeypatch.setenv(HOLD_LOAD_ENV, str(hold_dir))
+    # One recovery thread: while it is held on one partition, the other has not started.
+    b = BrokerProcess(
+        tmp_path / "kafkad", {"log.recovery.point.flush.ms": "0", "num.recovery.threads.per.data.dir": "1"}
+    )
+    b.start()
+    try:
+        CLIENTS["confluent"].create_topic(b.bootstrap, TOPIC, 2)
+        raw = Raw(b.port)
+        for p in (0, 1):
+            assert _produce(raw, p, f"before-{p}")["error_code"] == 0
+        raw.close()
+        for p in (0, 1):
+            (hold_dir / f"{TOPIC}-{p}.hold").touch()
+        b.kill9()
+        b.wait_loaded = False
+        b.start()
+        assert "; loading 2 more partitions" in b.log_text(), b.log_text()
+        assert b.stop() == 0  # the held load is told to stop; the one never started stays unrecovered
+        stopped = b.log_text()
+        assert "log manager shut down cleanly" in stopped and "no clean-shutdown marker" in stopped, stopped
+        for p in (0, 1):
+            (hold_dir / f"{TOPIC}-{p}.hold").unlink()
+        b.start()  # waits for every partition: the unloaded one is recovered now, none is lost
+        assert "; loading 1 more partitions" in b.log_text() or "; loading 2 more partitions" in b.log_text()
+        raw = Raw(b.port)
+        for p in (0, 1):
+            got = _fetch(raw, p)
+            assert (got["error_code"], got["high_watermark"], _first_offset(got["records"])) == (0, N, 0)
+        raw.close()
+    finally:
+        b.stop()
+    b.check_log(expect_errors=[])

@@ -230,8 +230,11 @@ def _first(topic: str) -> bool:
     return topic in INTERNAL_TOPICS
 
 
-def _load_behind(log_manager: LogManager, jobs: list[LoadJob], loop: asyncio.AbstractEventLoop) -> None:
-    """The logs load_first left: opened on the recovery threads, installed on the loop one by one."""
+def _load_behind(
+    log_manager: LogManager, jobs: list[LoadJob], loop: asyncio.AbstractEventLoop, done: Callable[[], None]
+) -> None:
+    """The logs load_first left: opened on the recovery threads, installed on the loop one by one;
+    `done` runs on the loop once every one is in."""
 
     def load() -> None:
         log_manager.load_rest(jobs, loop.call_soon_threadsafe)
@@ -241,6 +244,7 @@ def _load_behind(log_manager: LogManager, jobs: list[LoadJob], loop: asyncio.Abs
     def _all_loaded() -> None:
         if not log_manager.loading():
             log.info("every partition is loaded; %s after exec", _since_exec())
+            done()
 
     threading.Thread(target=load, name="log-load-behind", daemon=True).start()
 
@@ -426,7 +430,17 @@ async def run(config: BrokerConfig, clock: Clock | None = None, stop: asyncio.Ev
         f"; loading {len(later)} more partitions" if later else "",
     )
     if later:
-        _load_behind(log_manager, later, loop)
+
+        def all_loaded() -> None:
+            nonlocal serving
+            offline = len(replicas.offline_partitions())
+            serving = f"serving {len(replicas.all_partitions())} partitions" + (
+                f", {offline} offline (storage errors)" if offline else ""
+            )
+            if not broker.stopping:
+                ops.status(serving)
+
+        _load_behind(log_manager, later, loop, all_loaded)
 
     # What startup made (modules, codecs, loaded logs: ~48k objects) lives as long as the process; frozen,
     # it is out of the cyclic collector's sight, so a full collection walks only what came after (~500

@@ -3,8 +3,9 @@
 Limits as Kafka: each partition reads at most partition_max_bytes and the response at most max_bytes,
 except that the first batch found is returned whole even if larger (so a consumer can always make
 progress). If fewer than min_bytes are available and max_wait_ms > 0, the request parks on one future
-that every watched partition resolves when its high watermark moves (a follower's: when it appends), with
-no polling, bounded by one deadline timer.
+that every watched partition resolves when its high watermark moves (a follower's: when the bytes appended
+since it parked reach min_bytes, as Kafka's DelayedFetch, replication/delayed_fetch.py), with no polling,
+bounded by one deadline timer.
 Fetch sessions (KIP-227, v7+): replication/fetch_session.py, as Kafka's FetchManager; an incremental
 request is served over every partition of its session and answered with the partitions that changed.
 read_committed (isolation_level 1) consumers read up to the last stable offset and get the aborted
@@ -35,7 +36,7 @@ from typing import Any
 
 from kafkad.network.registry import RequestContext, handler
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError, Request
-from kafkad.replication import fetch_session
+from kafkad.replication import delayed_fetch, fetch_session
 from kafkad.replication.partition import Partition
 from kafkad.storage.records import legacy
 
@@ -213,17 +214,25 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def _waiter_methods(
-    ctx: RequestContext, body: Mapping[str, Any]
-) -> tuple[
-    Callable[[Partition, asyncio.Future[None]], None], Callable[[Partition, asyncio.Future[None]], None]
-]:
-    """How a parked fetch watches its partitions: a follower's (it reads to the log end) is woken by
-    appends only, a consumer's by HW moves (Kafka's DelayedFetch counts a follower's bytes to the LEO)."""
+def _watch(
+    ctx: RequestContext,
+    body: Mapping[str, Any],
+    watched: list[Partition],
+    woken: asyncio.Future[None],
+    needed: int,
+) -> Callable[[Partition, asyncio.Future[None]], None]:
+    """Park `woken` on the watched partitions; returns how to discard it from each. A follower's fetch
+    (it reads to the log end) is woken by appends once `needed` more bytes were appended over all its
+    partitions (Kafka's DelayedFetch, replication/delayed_fetch.py), a consumer's by HW moves."""
     replica_id = body.get("replica_id", -1) if ctx.version < 15 else body["replica_state"]["replica_id"]
     if replica_id >= 0:
-        return Partition.add_append_waiter, Partition.discard_append_waiter
-    return Partition.add_data_waiter, Partition.discard_data_waiter
+        wanted = delayed_fetch.BytesWanted(needed) if needed > 1 else None
+        for part in watched:
+            part.add_append_waiter(woken, wanted)
+        return Partition.discard_append_waiter
+    for part in watched:
+        part.add_data_waiter(woken)
+    return Partition.discard_data_waiter
 
 
 def _session_context(
@@ -276,9 +285,7 @@ async def handle(ctx: RequestContext, request: Request) -> Mapping[str, Any]:
         # callbacks cost ~5 us more per park). Registered right after the read with no await in
         # between, so no append can slip past unseen; the loop re-reads after every wake-up.
         woken: asyncio.Future[None] = loop.create_future()
-        add, discard = _waiter_methods(ctx, body)
-        for part in watched:
-            add(part, woken)
+        discard = _watch(ctx, body, watched, woken, min_bytes - total)
         timer = loop.call_later(remaining, _resolve, woken)
         try:
             await woken

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.replication import delayed_fetch
 from kafkad.replication.isr import IsrUpdater, LeaderAndIsr
 
 if TYPE_CHECKING:
@@ -117,8 +118,9 @@ class Partition:
         self._hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._data_waiters: set[asyncio.Future[None]] = set()
         # Followers' parked fetches: woken by appends only (they read up to the log end; a HW move brings
-        # them nothing, and waking them for it made every follower's report re-read the other's fetch)
-        self._append_waiters: set[asyncio.Future[None]] = set()
+        # them nothing, and waking them for it made every follower's report re-read the other's fetch),
+        # once the bytes appended since they parked reach their min.bytes (delayed_fetch.py; None: any)
+        self._append_waiters: dict[asyncio.Future[None], Any] = {}
         self.offline = False  # its log failed: the ReplicaManager dropped it; no wait may park here
         # flush.messages / flush.ms (storage/log_sync.py): an append that makes an fsync due starts it here;
         # `pending_sync` is its future (read by the produce handler right after the append), and the HW
@@ -220,7 +222,7 @@ class Partition:
         self._followers = {}
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self._wake_data_waiters()
-        self._wake_append_waiters()
+        self._release_append_waiters()
 
     def update_follower_position(self, replica_id: int, log_end_offset: int, now_ms: int = 0) -> None:
         """A follower fetched from `log_end_offset`: everything before it is replicated there."""
@@ -502,18 +504,22 @@ class Partition:
     def discard_data_waiter(self, fut: asyncio.Future[None]) -> None:
         self._data_waiters.discard(fut)
 
-    def add_append_waiter(self, fut: asyncio.Future[None]) -> None:
-        """As add_data_waiter for a follower's fetch: resolved by the next append (or a role change,
-        deletion, truncation), not by a HW move. The caller must `discard_append_waiter` it."""
-        self._append_waiters.add(fut)
+    def add_append_waiter(
+        self, fut: asyncio.Future[None], wanted: delayed_fetch.BytesWanted | None = None
+    ) -> None:
+        """As add_data_waiter for a follower's fetch: resolved by appends (or a role change, deletion,
+        truncation), not by a HW move; with `wanted`, once the bytes appended here and in the other
+        partitions sharing it since now reach its count (min.bytes). The caller must
+        `discard_append_waiter` it."""
+        self._append_waiters[fut] = None if wanted is None else delayed_fetch.mark(self.log, wanted)
 
     def discard_append_waiter(self, fut: asyncio.Future[None]) -> None:
-        self._append_waiters.discard(fut)
+        self._append_waiters.pop(fut, None)
 
     def wake_waiters(self) -> None:
         """Wake delayed fetches (e.g. the partition was deleted or truncated)."""
         self._wake_data_waiters()
-        self._wake_append_waiters()
+        self._release_append_waiters()
         self._fail_hw_waiters(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     # --- internals -------------------------------------------------------------------------------
@@ -562,6 +568,11 @@ class Partition:
                 fut.set_result(None)
 
     def _wake_append_waiters(self) -> None:
+        """After an append: resolve the followers' fetches it brought their min.bytes."""
+        delayed_fetch.count(self._append_waiters, self.log)
+
+    def _release_append_waiters(self) -> None:
+        """A role change, truncation or deletion: every follower's fetch reads again now."""
         for fut in list(self._append_waiters):
             if not fut.done():
                 fut.set_result(None)

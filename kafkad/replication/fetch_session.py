@@ -59,7 +59,7 @@ class CachedPartition:
 
     def __init__(self, p: Mapping[str, Any]) -> None:
         # partition, current_leader_epoch, fetch_offset, log_start_offset, partition_max_bytes, ...
-        self.req = p
+        self.req: dict[str, Any] = p if isinstance(p, dict) else dict(p)
         self.high_watermark = -1
         self.local_log_start = -1
 
@@ -111,6 +111,7 @@ class FetchSession:
         "last_used_ms",
         "partitions",
         "privileged",
+        "topics",
         "uses_topic_ids",
     )
 
@@ -132,6 +133,10 @@ class FetchSession:
         self.cached_size = -1  # the size the cache last counted (-1: not in the cache)
         self.evictable_by_all = False
         self.evictable_by_privileged = False
+        # The session's partitions as a request's topics array (None: to rebuild), kept while neither
+        # its members nor their order change: an incremental request updates the cached request dicts
+        # in place, so a follower's fetch of one changed partition out of many rebuilds nothing.
+        self.topics: list[dict[str, Any]] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -151,11 +156,13 @@ class FetchSession:
                 parts[key] = CachedPartition(p)
                 added += 1
             else:
-                cached.req = p
+                cached.req.update(p)  # in place: the cached topics array holds it
                 updated += 1
         for key in forgotten:
             if parts.pop(key, None) is not None:
                 removed += 1
+        if added or removed:
+            self.topics = None
         return added, updated, removed
 
 
@@ -299,16 +306,20 @@ def new_context(
     if session.uses_topic_ids != by_id:
         return FetchContext(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, None)
     name = "topic_id" if by_id else "topic"
+    forgotten = body.get("forgotten_topics_data")
     session.update(
         (((t[name], p["partition"]), p) for t in topics for p in t["partitions"]),
-        ((t[name], index) for t in body.get("forgotten_topics_data") or () for index in t["partitions"]),
+        ((t[name], index) for t in forgotten for index in t["partitions"]) if forgotten else (),
     )
     if not session.partitions:
         cache.remove(session)
         return FetchContext(ErrorCode.NONE, topics)
     cache.touch(session, now_ms)
     session.epoch = next_epoch(session.epoch)
-    return FetchContext(ErrorCode.NONE, _session_topics(session, by_id), session, epoch)
+    served = session.topics
+    if served is None:
+        served = session.topics = _session_topics(session, by_id)
+    return FetchContext(ErrorCode.NONE, served, session, epoch)
 
 
 def _session_topics(session: FetchSession, by_id: bool) -> list[dict[str, Any]]:
@@ -375,8 +386,9 @@ def _incremental(
             if cached is None or not cached.must_respond(p, True):
                 continue
             kept.append(p)
-            if p["records"]:  # served: to the end of the session's order
+            if p["records"] and next(reversed(parts)) != k:  # served: to the end of the session's order
                 parts[k] = parts.pop(k)
+                session.topics = None
         if kept:
             t_resp["partitions"] = kept  # the read pass built it for this answer alone
             out.append(t_resp)

@@ -301,8 +301,10 @@ def raw_produce_throughput(
     size: int,
     batch_bytes: int,
     acks: int,
+    depth: int = 5,
 ) -> dict[str, Any]:
-    """Pre-built batches, pipelined (raw_client.pipelined_produce): the server's limit without client cost."""
+    """Pre-built batches, pipelined `depth` deep (raw_client.pipelined_produce): the server's limit without
+    client cost."""
     import asyncio
 
     import uvloop
@@ -318,7 +320,9 @@ def raw_produce_throughput(
         async def go() -> None:
             await loop.run_in_executor(None, _ready, conn)
 
-        n, s = await pipelined_produce("127.0.0.1", port, topic, connections, duration_s, batch, acks, go)
+        n, s = await pipelined_produce(
+            "127.0.0.1", port, topic, connections, duration_s, batch, acks, go, depth
+        )
         return {"records": n * per_batch, "bytes": n * per_batch * size, "errors": 0, "s": s}
 
     return uvloop.run(main())

@@ -7,6 +7,7 @@ leader and a follower for `--seconds`. Folded summaries (as tests/bench/profile.
 bench/results/profile-replication-{leader,follower}.txt.
 
 Run: .venv/bin/python -m tests.bench.profile_replication [--seconds 10] [--connections 1] [--acks -1]
+     [--no-spy --rounds 4 --depth 5 --override replica.fetch.min.bytes=32768]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def _rate(a: argparse.Namespace, c: Any, pool: Pool, leader: int, topic: str, ac
             "size": 100,
             "batch_bytes": 16384,
             "acks": acks,
+            "depth": a.depth,
         },
     )
     r = pool.run([job]).results[0]
@@ -61,9 +63,13 @@ def _rounds(a: argparse.Namespace, c: Any, pool: Pool, leader: int, followers: l
                 cpu = spent / (moved / (1 << 30))
                 lead_moved = _log_bytes(c, leader, topic) - before[leader][1]
                 lead_cpu = (_cpu(c.broker(leader).pid) - before[leader][0]) / (lead_moved / (1 << 30))
+        # Little's law: connections x depth requests in flight, so the mean acks=all answer time
+        per_batch = 16384 // 110
+        latency_ms = 1000 * a.connections * a.depth * per_batch / got[-1]
         print(
             f"round {i}: acks=1 {got[1]:.0f} acks=all {got[-1]:.0f} rec/s, ratio {got[-1] / got[1]:.3f}, "
-            f"followers {cpu:.2f} cpu-s/GiB, leader {lead_cpu:.2f} cpu-s/GiB",
+            f"followers {cpu:.2f} cpu-s/GiB, leader {lead_cpu:.2f} cpu-s/GiB, "
+            f"acks=all mean latency {latency_ms:.2f} ms",
             flush=True,
         )
 
@@ -73,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--connections", type=int, default=1)
     p.add_argument("--acks", type=int, default=-1)
+    p.add_argument("--depth", type=int, default=5, help="Produce requests in flight per connection")
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--no-spy", action="store_true", help="only the rate and the followers' CPU per GiB")
     p.add_argument("--rounds", type=int, default=3, help="with --no-spy: acks=1 / acks=all pairs")

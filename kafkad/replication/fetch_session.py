@@ -307,19 +307,34 @@ def new_context(
         return FetchContext(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, None)
     name = "topic_id" if by_id else "topic"
     forgotten = body.get("forgotten_topics_data")
-    session.update(
-        (((t[name], p["partition"]), p) for t in topics for p in t["partitions"]),
-        ((t[name], index) for t in forgotten for index in t["partitions"]) if forgotten else (),
-    )
-    if not session.partitions:
-        cache.remove(session)
-        return FetchContext(ErrorCode.NONE, topics)
+    if forgotten or not _update_known(session.partitions, topics, name):
+        session.update(
+            (((t[name], p["partition"]), p) for t in topics for p in t["partitions"]),
+            ((t[name], index) for t in forgotten for index in t["partitions"]) if forgotten else (),
+        )
+        if not session.partitions:
+            cache.remove(session)
+            return FetchContext(ErrorCode.NONE, topics)
     cache.touch(session, now_ms)
     session.epoch = next_epoch(session.epoch)
     served = session.topics
     if served is None:
         served = session.topics = _session_topics(session, by_id)
     return FetchContext(ErrorCode.NONE, served, session, epoch)
+
+
+def _update_known(parts: dict[Key, CachedPartition], topics: list[dict[str, Any]], name: str) -> bool:
+    """The steady incremental request (a follower's: the partitions it lists are in the session, none
+    forgotten): update their cached request dicts in place; False at the first partition the session
+    does not hold (FetchSession.update then applies the whole request, adding it)."""
+    for t in topics:
+        topic = t[name]
+        for p in t["partitions"]:
+            cached = parts.get((topic, p["partition"]))
+            if cached is None:
+                return False
+            cached.req.update(p)
+    return True
 
 
 def _session_topics(session: FetchSession, by_id: bool) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ Kafka completes a parked fetch once the bytes appended past each partition's fet
 fetch.min.bytes (DelayedFetch.tryComplete accumulates log position differences; it never re-reads the
 log per append), or at fetch.max.wait.ms. kafkad does the same for a follower's Fetch: the handler
 (api/fetch.py) parks one future with one `BytesWanted` shared by every partition it watches; each
-partition keeps a `_Mark` of the active segment and its size when the fetch parked, and on each append
+partition keeps a `Mark` of the active segment and its size when the fetch parked, and on each append
 (Partition._wake_append_waiters) adds what its active segment grew by. The future is resolved when the
 count reaches min.bytes, when the active segment rolled (as Kafka's case of a fetch offset on an older
 segment: the next read brings that segment's tail at least) or unconditionally on a role change,
@@ -28,7 +28,7 @@ class BytesWanted:
         self.needed = needed
 
 
-class _Mark:
+class Mark:
     """Where one partition's count of a BytesWanted stands: its active segment and that segment's size."""
 
     __slots__ = ("position", "segment", "wanted")
@@ -49,12 +49,12 @@ def end_position(log: Any) -> tuple[Any, int]:
     return seg, int(seg.size)
 
 
-def mark(log: Any, wanted: BytesWanted) -> _Mark:
+def mark(log: Any, wanted: BytesWanted) -> Mark:
     seg, position = end_position(log)
-    return _Mark(wanted, seg, position)
+    return Mark(wanted, seg, position)
 
 
-def count(marks: dict[asyncio.Future[None], _Mark | None], log: Any) -> None:
+def count(marks: dict[asyncio.Future[None], Mark | None], log: Any) -> None:
     """An append to `log`: resolve the waiters in `marks` it satisfies (None: any append does)."""
     seg: Any = None
     position = -1

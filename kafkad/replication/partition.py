@@ -120,7 +120,7 @@ class Partition:
         # Followers' parked fetches: woken by appends only (they read up to the log end; a HW move brings
         # them nothing, and waking them for it made every follower's report re-read the other's fetch),
         # once the bytes appended since they parked reach their min.bytes (delayed_fetch.py; None: any)
-        self._append_waiters: dict[asyncio.Future[None], Any] = {}
+        self._append_waiters: dict[asyncio.Future[None], delayed_fetch.Mark | None] = {}
         self.offline = False  # its log failed: the ReplicaManager dropped it; no wait may park here
         # flush.messages / flush.ms (storage/log_sync.py): an append that makes an fsync due starts it here;
         # `pending_sync` is its future (read by the produce handler right after the append), and the HW

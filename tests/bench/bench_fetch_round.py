@@ -7,7 +7,8 @@ dir) leads one partition with replicas (0, 5); the leader side dispatches a foll
 one 16 KiB batch `--calls` times, sessionless and in a fetch session (its fetch offset alternating between
 two batches, so each incremental request lists the partition as the follower's does). The follower side
 runs the real FetchSessionHandler, FetchEncoder, decode_fetch_response_session and a PartitionLog append
-(AppendOrigin.REPLICATION) of the batch the leader answered. Prints per-round medians of `--rounds`.
+(AppendOrigin.REPLICATION) of the batch the leader answered; a consumer's Fetch v11 of one batch (the
+standalone fetch path) is timed beside them. Prints min / median / max over `--rounds` rounds.
 A/B: run it in two worktrees alternately (base, head, base, head) with the same arguments.
 
 Run: PYTHONPATH=$PWD .venv/bin/python -m tests.bench.bench_fetch_round [--rounds 7] [--calls 4000]
@@ -78,8 +79,19 @@ def main(argv: list[str] | None = None) -> int:
         def frames(session_id: int, epoch: int) -> list[bytearray]:
             return [enc.frame([("t", 0, 1, o, 0)], session_id, epoch)[4:] for o in offsets]
 
+        consumer_enc = FetchEncoder(cfg._replace(broker_id=-1), "bench-consumer")
+        consumer = [consumer_enc.frame([("t", 0, 1, o, 0)])[4:] for o in (0, per)]
+
         async def run() -> dict[str, list[float]]:
-            out: dict[str, list[float]] = {"leader sessionless": [], "leader in session": [], "follower": []}
+            out: dict[str, list[float]] = {
+                "leader sessionless": [],
+                "leader in session": [],
+                "consumer sessionless": [],
+                "follower": [],
+            }
+            part.update_follower_position(FOLLOWER, 3 * per)  # the HW covers what consumers read
+            answer = _response_bytes(d.dispatch(consumer[1], "bench"))
+            assert len(answer) > len(BATCH), "the consumer's fetch read no batch"
             # a session: the first (full) request opens it; incremental ones then list the partition
             first = _response_bytes(d.dispatch(frames(0, 0)[0], "bench"))
             session_id = struct.unpack_from(">i", first, 10)[0]
@@ -102,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                     "session error"
                 )
                 out["leader in session"].append(took)
+                # a consumer's Fetch v11 (replica_id -1) of one batch below the HW: the standalone path
+                out["consumer sessionless"].append(_leader_round(d, consumer, a.calls))
                 # the follower: build in its session, encode, decode, append (the batch re-based per call)
                 with tempfile.TemporaryDirectory(prefix="bench-follower-log-") as ftmp:
                     plog = PartitionLog.open(Path(ftmp) / "t-0", LogConfig(), SystemClock(), recover=False)

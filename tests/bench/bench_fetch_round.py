@@ -8,7 +8,8 @@ one 16 KiB batch `--calls` times, sessionless and in a fetch session (its fetch 
 two batches, so each incremental request lists the partition as the follower's does). The follower side
 runs the real FetchSessionHandler, FetchEncoder, decode_fetch_response_session and a PartitionLog append
 (AppendOrigin.REPLICATION) of the batch the leader answered; a consumer's Fetch v11 of one batch (the
-standalone fetch path) is timed beside them. Prints min / median / max over `--rounds` rounds.
+standalone fetch path) and a Produce v8 acks=1 of one batch to a partition with ISR = {self} (the standalone
+produce path) are timed beside them. Prints min / median / max over `--rounds` rounds.
 A/B: run it in two worktrees alternately (base, head, base, head) with the same arguments.
 
 Run: PYTHONPATH=$PWD .venv/bin/python -m tests.bench.bench_fetch_round [--rounds 7] [--calls 4000]
@@ -35,7 +36,7 @@ from kafkad.replication.fetcher import FetcherConfig
 from kafkad.storage.log_config import LogConfig
 from kafkad.storage.log_types import AppendOrigin
 from kafkad.storage.partition_log import PartitionLog
-from tests.bench.raw_client import make_batch
+from tests.bench.raw_client import make_batch, produce_request
 from tests.unit.daemon.test_handlers import create, make_broker
 
 FOLLOWER = 5
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         def frames(session_id: int, epoch: int) -> list[bytearray]:
             return [enc.frame([("t", 0, 1, o, 0)], session_id, epoch)[4:] for o in offsets]
 
+        create(b, "p")
+        produce = bytearray(produce_request("p", 0, BATCH, 1)[4:])
         consumer_enc = FetchEncoder(cfg._replace(broker_id=-1), "bench-consumer")
         consumer = [consumer_enc.frame([("t", 0, 1, o, 0)])[4:] for o in (0, per)]
 
@@ -87,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 "leader sessionless": [],
                 "leader in session": [],
                 "consumer sessionless": [],
+                "produce acks=1": [],
                 "follower": [],
             }
             part.update_follower_position(FOLLOWER, 3 * per)  # the HW covers what consumers read
@@ -107,15 +111,21 @@ def main(argv: list[str] | None = None) -> int:
                     epoch += 1
                 t0 = time.thread_time()
                 for f in incr:
-                    answer = d.dispatch(f, "bench")
+                    out_chunks = d.dispatch(f, "bench")
                 took = (time.thread_time() - t0) / a.calls * 1e6
-                last = _response_bytes(answer)
+                last = _response_bytes(out_chunks)
                 assert struct.unpack_from(">h", last, 8)[0] == 0 and len(last) == len(response), (
                     "session error"
                 )
                 out["leader in session"].append(took)
                 # a consumer's Fetch v11 (replica_id -1) of one batch below the HW: the standalone path
                 out["consumer sessionless"].append(_leader_round(d, consumer, a.calls))
+                # a Produce v8 acks=1 of one 16 KiB batch to a partition with ISR = {self} (standalone)
+                n = max(1, a.calls // 4)
+                t0 = time.thread_time()
+                for _ in range(n):
+                    d.dispatch(produce, "bench")
+                out["produce acks=1"].append((time.thread_time() - t0) / n * 1e6)
                 # the follower: build in its session, encode, decode, append (the batch re-based per call)
                 with tempfile.TemporaryDirectory(prefix="bench-follower-log-") as ftmp:
                     plog = PartitionLog.open(Path(ftmp) / "t-0", LogConfig(), SystemClock(), recover=False)

@@ -167,7 +167,8 @@ class BrokerProcess:
         """After a crash a standalone broker serves while some logs still load ("; loading N more
         partitions" on its started line): unless `wait_loaded` is off, start() returns once every
         partition is loaded, as a test that acts at once on any partition expects."""
-        if not self.wait_loaded or "; loading " not in text:
+        started = next((line for line in text.splitlines() if " started: " in line), "")
+        if not self.wait_loaded or "; loading " not in started:
             return True
         return "every partition is loaded" in text
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkad.protocol import ApiKey, ErrorCode, KafkaError
 from kafkad.replication.broker_channel import BrokerChannel
+from kafkad.replication.epoch_writes import write_epochs_off_loop
 from kafkad.replication.fetch_request import FETCH_VERSION, FetchEncoder, fetch_body
 from kafkad.replication.fetch_response import FetchedPartition, decode_fetch_response_session
 from kafkad.replication.fetch_session_handler import FetchSessionHandler
@@ -46,6 +47,7 @@ from kafkad.storage.log_types import AppendOrigin
 
 if TYPE_CHECKING:
     from kafkad.replication.partition import Partition
+    from kafkad.storage.leader_epoch import LeaderEpochCache
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,12 @@ def _whole_batches(records: Any) -> memoryview | None:
             break
         end = n
     return view[:end] if end else None
+
+
+def _epoch_behind(plog: Any, epoch: int) -> bool:
+    """Whether the log's leader-epoch cache is below `epoch` (so fetched batches may start a new one)."""
+    cache = getattr(plog, "leader_epoch_cache", None)  # None: a log without epochs (tests' fakes)
+    return cache is not None and bool(cache.latest_epoch < epoch)
 
 
 def _error_code(code: int) -> ErrorCode:
@@ -369,6 +377,7 @@ class ReplicaFetcher:
         now_ms = self._now_ms()
         partitions = self.partitions
         syncs: list[asyncio.Future[None]] | None = None
+        epoch_writes: list[LeaderEpochCache] = []
         for p in fetched:
             tp = (p.topic, p.partition)
             entry = sent.get(tp)
@@ -378,7 +387,10 @@ class ReplicaFetcher:
             plog = _storage(f.part)
             if not self._current(f) or plog.log_end_offset != offset:
                 continue  # moved or truncated while the fetch was out
-            self._process(f, p, now_ms)
+            if _epoch_behind(plog, f.epoch):
+                self._process_deferring_epochs(f, p, now_ms, epoch_writes)
+            else:
+                self._process(f, p, now_ms)
             if plog.log_end_offset != offset:
                 if partitions.get(tp) is f:
                     partitions[tp] = partitions.pop(tp)  # moveToEnd: it was served
@@ -386,11 +398,21 @@ class ReplicaFetcher:
                     fut = self.log_sync.request(plog, plog.log_end_offset)
                     if fut is not None:
                         syncs = [fut] if syncs is None else [*syncs, fut]
+        if epoch_writes:
+            write_epochs_off_loop(epoch_writes)
         if syncs:
             # flush.messages / flush.ms: the next Fetch reports our new log end to the leader (which
             # moves the HW on it), so what was appended is fsynced first, as Kafka's fetcher thread
             # flushes inside its append. A failure took that partition offline (LogSync.on_error).
             await asyncio.gather(*syncs, return_exceptions=True)
+
+    def _process_deferring_epochs(
+        self, f: _Follow, p: FetchedPartition, now_ms: int, epoch_writes: list[LeaderEpochCache]
+    ) -> None:
+        """`_process` for a partition whose log has not seen the leader's epoch yet: an appended batch of a
+        new epoch adds it to `epoch_writes` instead of rewriting the checkpoint on the loop (epoch_writes.py)."""
+        with _storage(f.part).leader_epoch_cache.writes_deferred_to(epoch_writes):
+            self._process(f, p, now_ms)
 
     def _process(self, f: _Follow, p: FetchedPartition, now_ms: int) -> None:
         part = f.part

@@ -18,6 +18,7 @@ never recovered, chaos bug 3). A closed connection makes the client ask another 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +51,37 @@ async def _initialized(cache: MetadataCache) -> None:
         raise CloseConnection(f"no metadata from the controller within {CACHE_WAIT_S:.0f} s of the start")
 
 
-def _topic(cache: MetadataCache, name: str) -> dict[str, Any]:
+class _PartitionLists:
+    """Each topic's Metadata partition list, built once per MetadataCache generation: a client asking for
+    a topic of 1,000 partitions every few ms (a producer after a leader change) cost the broker's loop
+    ~2 ms per request rebuilding the same 1,000 dicts (~20 % of a new leader's py-spy samples in issue
+    21's failover bench). Any UpdateMetadata or partition change bumps the cache's generation and drops
+    them all. The lists are shared by the answers: the encoder reads them, nothing writes them."""
+
+    __slots__ = ("generation", "lists")
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self.lists: dict[str, list[dict[str, Any]]] = {}
+
+
+_LISTS: weakref.WeakKeyDictionary[MetadataCache, _PartitionLists] = weakref.WeakKeyDictionary()
+
+
+def _partition_list(cache: MetadataCache, name: str) -> list[dict[str, Any]]:
+    memo = _LISTS.get(cache)
+    if memo is None:
+        memo = _LISTS[cache] = _PartitionLists()
+    if memo.generation != cache.generation:
+        memo.generation = cache.generation
+        memo.lists = {}
+    parts = memo.lists.get(name)
+    if parts is None:
+        parts = memo.lists[name] = _build_partition_list(cache, name)
+    return parts
+
+
+def _build_partition_list(cache: MetadataCache, name: str) -> list[dict[str, Any]]:
     parts = []
     for index, s in sorted(cache.partitions(name).items()):
         alive = cache.is_alive(s.leader)
@@ -65,11 +96,15 @@ def _topic(cache: MetadataCache, name: str) -> dict[str, Any]:
                 "offline_replicas": list(s.offline_replicas),
             }
         )
+    return parts
+
+
+def _topic(cache: MetadataCache, name: str) -> dict[str, Any]:
     return {
         "error_code": 0,
         "name": name,
         "is_internal": name in INTERNAL_TOPICS,
-        "partitions": parts,
+        "partitions": _partition_list(cache, name),
         "topic_authorized_operations": AUTHORIZED_OPS_OMITTED,
     }
 

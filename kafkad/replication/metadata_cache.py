@@ -95,6 +95,9 @@ class MetadataCache:
         # KIP-516: the topic ids UpdateMetadata v7+ carries (the topic znodes' topic_id).
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._initialized = asyncio.Event()  # set by the first UpdateMetadata
+        # Bumped by every change below: what was built from the cache before (the Metadata answer's
+        # per-topic partition lists, cluster/metadata.py) is stale once it moved.
+        self.generation = 0
 
     @property
     def initialized(self) -> bool:
@@ -117,6 +120,7 @@ class MetadataCache:
         partitions: Iterable[tuple[str, int, PartitionState]],
     ) -> list[tuple[str, int]]:
         """Apply one UpdateMetadata (fencing is the caller's); returns the partitions deleted (leader -2)."""
+        self.generation += 1
         self.controller_id = controller_id
         self.controller_epoch = max(self.controller_epoch, controller_epoch)
         self._brokers = {b.id: b for b in live_brokers}
@@ -147,9 +151,11 @@ class MetadataCache:
         return next((t for t, i in self._topic_ids.items() if i == topic_id and t in self._topics), None)
 
     def set_partition(self, topic: str, index: int, state: PartitionState) -> None:
+        self.generation += 1
         self._topics.setdefault(topic, {})[index] = state
 
     def remove_topic(self, topic: str) -> None:
+        self.generation += 1
         self._topics.pop(topic, None)
 
     # --- queries ---------------------------------------------------------------------------------------

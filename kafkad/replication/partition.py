@@ -393,6 +393,8 @@ class Partition:
         self._advance_hw()
         if self._data_waiters:
             self._wake_data_waiters()
+        if self._append_waiters:  # a follower's parked Fetch takes the marker now, not at its max wait
+            self._wake_append_waiters()
         return offset
 
     def _synced_append(self, last_offset: int, required_acks: int) -> None:

@@ -19,8 +19,9 @@ carrying every partition it follows from that broker, in two states per partitio
   KIP-227 session (fetch_session_handler.py): after the first, a request lists only the partitions whose
   fetch offset, log start or leader epoch moved, and the leader answers only partitions that changed.
 
-Errors: NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / UNKNOWN_TOPIC_OR_PARTITION put
-the partition aside for replica.fetch.backoff.ms (the controller's next LeaderAndIsr settles it);
+Errors: NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH / UNKNOWN_TOPIC_OR_PARTITION put the partition aside
+for replica.fetch.backoff.ms (the controller's next LeaderAndIsr settles it); UNKNOWN_LEADER_EPOCH (the
+leader has not applied its own LeaderAndIsr yet) for 20 ms, doubling up to that backoff;
 OFFSET_OUT_OF_RANGE below the leader's log start restarts our log there, above its end re-truncates; a lost
 connection backs the whole fetcher off. Runs on the event loop.
 """
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+LEADER_BEHIND_FIRST_S = 0.02  # the first wait after UNKNOWN_LEADER_EPOCH (_delay_after)
 UNDEFINED = -1
 TP = tuple[str, int]
 StorageErrorHook = Callable[[str, int, Exception], object]  # (topic, partition, the error)
@@ -149,13 +151,14 @@ class FetcherConfig(NamedTuple):
 class _Follow:
     """One partition a fetcher follows."""
 
-    __slots__ = ("delayed_until", "epoch", "part", "truncating")
+    __slots__ = ("behind_s", "delayed_until", "epoch", "part", "truncating")
 
     def __init__(self, part: Partition) -> None:
         self.part = part
         self.epoch = part.leader_epoch
         self.truncating = True
         self.delayed_until = 0.0
+        self.behind_s = 0.0  # the last wait for a leader behind our epoch (_delay_after)
 
 
 class ReplicaFetcher:
@@ -240,6 +243,21 @@ class ReplicaFetcher:
     def _delay(self, f: _Follow) -> None:
         f.delayed_until = time.monotonic() + self.cfg.backoff_ms / 1000
 
+    def _delay_after(self, f: _Follow, code: ErrorCode) -> None:
+        """Set a partition aside after a leader's error. UNKNOWN_LEADER_EPOCH says the leader has not
+        applied the LeaderAndIsr that gave us this epoch yet: the controller sent it to both at once and the
+        leader's is milliseconds away, so ask again soon (LEADER_BEHIND_FIRST_S, doubling up to
+        replica.fetch.backoff.ms). Kafka's fetcher waits the whole backoff (1 s) here too, but a leader
+        that is still applying the LeaderAndIsr of 1,000 partitions answers the follower's first request
+        so for most of them, and acks=all waited that second for the follower after every failover.
+        Everything else waits the backoff: the controller's next LeaderAndIsr re-adds the partition."""
+        if code is ErrorCode.UNKNOWN_LEADER_EPOCH:
+            backoff = self.cfg.backoff_ms / 1000
+            f.behind_s = min(backoff, f.behind_s * 2 if f.behind_s else LEADER_BEHIND_FIRST_S)
+            f.delayed_until = time.monotonic() + f.behind_s
+        else:
+            self._delay(f)
+
     # --- truncation (KIP-101 / KIP-279) -----------------------------------------------------------
     async def _truncate(self, follows: list[_Follow]) -> None:
         by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -274,7 +292,7 @@ class ReplicaFetcher:
                         self.source_id,
                         code.name,
                     )
-                    self._delay(f)
+                    self._delay_after(f, code)
                     continue
                 try:
                     retry_epoch = self._apply_epoch_answer(f, p["leader_epoch"], p["end_offset"])
@@ -448,7 +466,7 @@ class ReplicaFetcher:
                 f.truncating = True
         elif code in _AWAIT_CONTROLLER:
             log.debug("%s-%d: fetch from %d: %s", part.topic, part.index, self.source_id, code.name)
-            self._delay(f)
+            self._delay_after(f, code)
         else:
             log.warning("%s-%d: fetch from %d: %s", part.topic, part.index, self.source_id, code.name)
             self._delay(f)

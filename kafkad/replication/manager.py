@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkad.protocol.errors import ErrorCode, KafkaError
+from kafkad.replication.epoch_writes import write_epochs_off_loop
 from kafkad.replication.fetcher import FetcherManager
 from kafkad.replication.isr import IsrUpdater
 from kafkad.replication.partition import Partition, Role
@@ -36,29 +37,6 @@ if TYPE_CHECKING:
     from kafkad.replication.leader_fence import LeaderFence
 
 log = logging.getLogger(__name__)
-
-
-def _write_epochs(caches: list[LeaderEpochCache]) -> None:
-    """Blocking: the leader-epoch checkpoints a LeaderAndIsr changed (none of them was ever fsynced:
-    recovery rebuilds a lost one from the batch headers, so a failure here only costs a warning)."""
-    for cache in caches:
-        try:
-            cache.write_if_changed()
-        except FileNotFoundError:  # the partition was deleted meanwhile (its dir renamed)
-            continue
-        except OSError as e:
-            log.warning("%s: cannot write the leader-epoch checkpoint: %s", cache.path, e)
-
-
-def _write_epochs_off_loop(caches: list[LeaderEpochCache]) -> None:
-    """Becoming leader of 1,000 partitions wrote 1,000 checkpoint files on the loop (~1 ms each on a
-    busy ext4: seconds before any of them served, or anything else was answered): a thread does them."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # no loop (tools, tests): write them now
-        _write_epochs(caches)
-        return
-    loop.run_in_executor(None, _write_epochs, caches)
 
 
 TP = tuple[str, int]
@@ -295,7 +273,9 @@ class ReplicaManager:
             for on_leader in self._on_leader:
                 on_leader(part)
         if epochs:
-            _write_epochs_off_loop(epochs)
+            # Becoming leader of 1,000 partitions wrote 1,000 checkpoint files on the loop (~1 ms each
+            # on a busy ext4): a thread does them.
+            write_epochs_off_loop(epochs)
 
     def _make_followers(
         self, followers: list[tuple[Partition, Mapping[str, Any]]], endpoints: Mapping[int, tuple[str, int]]

@@ -1,6 +1,6 @@
 """Checkpoint files: atomic replace, Kafka's offset-checkpoint and leader-epoch-checkpoint text formats.
 
-Every checkpoint is written as `<file>.tmp` -> fsync -> rename over `<file>` -> fsync of the directory,
+Every checkpoint is written as `<file>.<thread>.tmp` -> fsync -> rename over `<file>` -> fsync of the directory,
 so a crash leaves either the old or the new file, never a torn one (Kafka `CheckpointFile`).
 
 Offset checkpoints (recovery-point-offset-checkpoint, replication-offset-checkpoint,
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -43,7 +44,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = Tru
     power cut, for files that recovery can rebuild anyway.
     """
     target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
+    # A temp name per thread: two writers of one file (the loop creating a partition of a topic with
+    # overrides, a config change applying them on an executor thread) must not rename each other's temp.
+    tmp = target.with_name(f"{target.name}.{threading.get_ident():x}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)

@@ -607,7 +607,9 @@ class LogManager(LogManagerPasses):
         return out
 
     def partitions_of(self, topic: str) -> list[int]:
-        return sorted(p for t, p in self._logs if t == topic)
+        # over a copy of the keys: a config change calls this on an executor thread while the loop
+        # may create or delete partitions
+        return sorted(p for t, p in list(self._logs) if t == topic)
 
     def logs(self) -> Iterator[PartitionLog]:
         """Every open log (a snapshot: partitions may come and go while the caller iterates)."""
@@ -648,13 +650,18 @@ class LogManager(LogManagerPasses):
         in ZooKeeper anyway).
         """
         for p in self.partitions_of(topic):
-            write_topic_overrides(Path(self._dir_of[(topic, p)]) / f"{topic}-{p}", overrides)
+            d = self._dir_of.get((topic, p))
+            if d is not None:  # else deleted meanwhile
+                with contextlib.suppress(FileNotFoundError):  # its dir renamed away meanwhile
+                    write_topic_overrides(Path(d) / f"{topic}-{p}", overrides)
         if overrides:
             self._overrides[topic] = overrides
         else:
             self._overrides.pop(topic, None)
         for p in self.partitions_of(topic):
-            self._logs[(topic, p)].config = config
+            plog = self._logs.get((topic, p))
+            if plog is not None:
+                plog.config = config
 
     # ---- writes ---------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ def test_offset_checkpoint_round_trip_and_kafka_text(tmp_path: Path) -> None:
     write_offsets(path, {("b", 1): 17, ("a", 0): 42})
     assert path.read_text() == "0\n2\na 0 42\nb 1 17\n"
     assert read_offsets(path) == {("a", 0): 42, ("b", 1): 17}
-    assert not (tmp_path / "recovery-point-offset-checkpoint.tmp").exists()
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def test_reads_kafka_written_file(tmp_path: Path) -> None:
@@ -49,3 +50,28 @@ def test_write_atomic_replaces_whole_file(tmp_path: Path) -> None:
     write_atomic(path, b"second", fsync=False)
     assert path.read_bytes() == b"second"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+def test_two_threads_replacing_one_file_never_rename_each_others_temp(tmp_path: Path) -> None:
+    """The loop creating a partition and a config change on an executor thread both rewrite a topic's
+    kafkad-topic.properties: with one shared temp name a rename found the other's temp gone (ENOENT)."""
+    path = tmp_path / "kafkad-topic.properties"
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def writer(data: bytes) -> None:
+        start.wait()
+        try:
+            for _ in range(400):
+                write_atomic(path, data, fsync=False)
+        except OSError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(d,)) for d in (b"a=1\n", b"b=2\n")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert path.read_bytes() in (b"a=1\n", b"b=2\n")
+    assert not list(tmp_path.glob("*.tmp"))

@@ -11,7 +11,7 @@ def test_round_trip_and_removal(tmp_path: Path) -> None:
     text = (tmp_path / TOPIC_CONFIG_FILE).read_text()
     assert "cleanup.policy=delete\nretention.ms=1000\n" in text
     assert read_topic_overrides(tmp_path) == {"retention.ms": "1000", "cleanup.policy": "delete"}
-    assert not (tmp_path / (TOPIC_CONFIG_FILE + ".tmp")).exists()
+    assert not list(tmp_path.glob("*.tmp"))
     write_topic_overrides(tmp_path, {})
     assert not (tmp_path / TOPIC_CONFIG_FILE).exists()
     assert read_topic_overrides(tmp_path) == {}

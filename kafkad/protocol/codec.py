@@ -12,6 +12,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
+from kafkad.protocol import fetch_codec
 from kafkad.protocol import primitives as p
 from kafkad.protocol.compiler import read_tags
 from kafkad.protocol.errors import (
@@ -39,6 +40,10 @@ _write_client_id = p.string_writer(compact=False, nullable=True)
 # Plain ints: comparing against an IntEnum member costs an attribute lookup per request.
 _CONTROLLED_SHUTDOWN = int(ApiKey.CONTROLLED_SHUTDOWN)
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
+_FETCH = int(ApiKey.FETCH)
+_FAST_FETCH_MIN, _FAST_FETCH_MAX = fetch_codec.FIRST_VERSION, fetch_codec.LAST_VERSION
+_read_fetch = fetch_codec.read_request
+_write_fetch = fetch_codec.write_response
 
 
 class RequestHeader(NamedTuple):
@@ -125,6 +130,11 @@ def decode_request(frame: bytearray | bytes) -> Request:
     try:
         if codec.flexible:
             pos = pos + 1 if buf[pos] == 0 else read_tags(buf, pos, {}, {})
+        # Fetch's common shapes skip the generic decoder (fetch_codec.py; None: decode generically).
+        if header[0] == _FETCH and _FAST_FETCH_MIN <= header[1] <= _FAST_FETCH_MAX:
+            fast = _read_fetch(buf, pos, header[1])
+            if fast is not None:
+                return _new(Request, (header, fast))
         body, pos = codec.read_request(buf, pos)
     except _DECODE_FAILURES as e:
         raise InvalidRequestError(header, f"malformed {_name(header.api_key)} request: {e}") from None
@@ -159,12 +169,17 @@ def encode_response(header: RequestHeader, body: Mapping[str, Any]) -> list[Chun
     codec = _COMPILED_GET((api_key, header.api_version)) or _CODECS_GET((api_key, header.api_version))
     if codec is None:
         raise ValueError(f"no schema for api {api_key} v{header.api_version}")
-    out = p.Out()
     # Size placeholder and correlation id in one pack (+ response header v1's empty tagged fields).
     if codec.flexible and api_key != _API_VERSIONS:
-        out += _RESP_HEAD_V1.pack(0, header.correlation_id, 0)
+        head = _RESP_HEAD_V1.pack(0, header.correlation_id, 0)
     else:
-        out += _RESP_HEAD_V0.pack(0, header.correlation_id)
+        head = _RESP_HEAD_V0.pack(0, header.correlation_id)
+    out = p.Out(head)
+    # Fetch's usual answer skips the generic encoder (fetch_codec.py; False: start again generically).
+    if api_key == _FETCH and _FAST_FETCH_MIN <= header.api_version <= _FAST_FETCH_MAX:
+        if _write_fetch(out, body, header.api_version):
+            return _finish(out)
+        out = p.Out(head)
     codec.write_response(out, body)
     return _finish(out)
 

@@ -5,7 +5,8 @@ does the same way, as plain objects that take bytes or decoded bodies and say wh
 
 - `framing`: request frames (size prefix, header, correlation id written in place), and `FrameReader`,
   which cuts size-prefixed response frames out of a byte stream straight into each frame's own bytearray
-  (a socket `recv_into` or an asyncio BufferedProtocol fills it: no copy between the kernel and the frame).
+  (a socket `recv_into` or an asyncio BufferedProtocol fills it: no copy between the kernel and the frame),
+  and `ScratchFrameReader`, for shells whose loop reads until a short read (uvloop): one recv per response.
 - `correlation`: `InFlight`, the correlation ids (1, 2, ... as int32) and the requests awaiting an answer;
   a response whose id is not awaited is the peer's error.
 - `versions`: `VersionNegotiation`, the ApiVersions exchange (with the KIP-511 fallback when the broker
@@ -20,7 +21,14 @@ kafkad.security.scram only.
 """
 
 from kafkad.client.correlation import InFlight, UnexpectedResponse
-from kafkad.client.framing import MAX_RESPONSE_BYTES, Call, FrameReader, request_frame, stamp_correlation
+from kafkad.client.framing import (
+    MAX_RESPONSE_BYTES,
+    Call,
+    FrameReader,
+    ScratchFrameReader,
+    request_frame,
+    stamp_correlation,
+)
 from kafkad.client.sasl import (
     AuthenticationFailed,
     MechanismRefused,
@@ -40,6 +48,7 @@ __all__ = [
     "MechanismUnsupported",
     "SaslClient",
     "SaslError",
+    "ScratchFrameReader",
     "UnexpectedResponse",
     "VersionNegotiation",
     "choose_versions",

@@ -78,3 +78,87 @@ class FrameReader:
             self._frame, self._pos = None, 0
             return frame
         return None
+
+
+class ScratchFrameReader:
+    """FrameReader for a shell that reads whatever has arrived (asyncio.BufferedProtocol under uvloop):
+    fewer reads per response.
+
+    uvloop (libuv) reads into get_buffer()'s buffer until a read comes back short; FrameReader's buffers
+    are exactly the 4 size bytes, then exactly the body, so every response took three recv calls (size,
+    body, and one more that finds nothing). Here get_buffer hands out a scratch buffer, so one recv
+    usually brings the size prefix, the body and any responses behind it, short; `buffer_updated` copies
+    each whole frame out into its own bytearray (and the start of a partial one into its body) and
+    returns them in order. While at least `direct_min` bytes of a body are missing, get_buffer hands out
+    the rest of the body itself (a large catch-up response lands in place, with no scratch copy).
+    The scratch holds nothing between reads: buffer_updated consumes it all.
+    """
+
+    __slots__ = ("_direct", "_direct_min", "_filled", "_frame", "_head", "_scratch")
+
+    def __init__(self, scratch_bytes: int = 64 << 10, direct_min: int = 64 << 10) -> None:
+        self._scratch = memoryview(bytearray(scratch_bytes))
+        self._direct_min = direct_min
+        self._direct = False  # the last get_buffer handed out the partial body, not the scratch
+        self._head = bytearray()  # size bytes of a frame split before its 4th size byte
+        self._frame: bytearray | None = None  # the body being filled
+        self._filled = 0
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        frame = self._frame
+        if frame is not None and len(frame) - self._filled >= self._direct_min:
+            self._direct = True
+            return memoryview(frame)[self._filled :]
+        self._direct = False
+        return self._scratch
+
+    def buffer_updated(self, nbytes: int) -> list[bytearray]:
+        """The frames (without their size prefix) completed by these `nbytes`, in order."""
+        if self._direct:
+            self._filled += nbytes
+            frame = self._frame
+            assert frame is not None
+            if self._filled < len(frame):
+                return []
+            self._frame = None
+            return [frame]
+        view = self._scratch
+        frames: list[bytearray] = []
+        pos = 0
+        frame = self._frame
+        if frame is not None:  # the rest of a body begun in an earlier read
+            take = min(nbytes, len(frame) - self._filled)
+            frame[self._filled : self._filled + take] = view[:take]
+            self._filled += take
+            pos = take
+            if self._filled < len(frame):
+                return frames
+            self._frame = None
+            frames.append(frame)
+        if self._head:  # a size prefix split over reads
+            need = min(4 - len(self._head), nbytes - pos)
+            self._head += view[pos : pos + need]
+            pos += need
+            if len(self._head) < 4:
+                return frames
+            pos = self._start(_SIZE.unpack(self._head)[0], view, pos, nbytes, frames)
+            self._head.clear()
+        while nbytes - pos >= 4:
+            pos = self._start(_SIZE.unpack_from(view, pos)[0], view, pos + 4, nbytes, frames)
+        if pos < nbytes:
+            self._head += view[pos:nbytes]
+        return frames
+
+    def _start(self, size: int, view: memoryview, pos: int, end: int, frames: list[bytearray]) -> int:
+        """A frame of `size` whose body starts at `pos` of the scratch's `end` bytes: whole (appended to
+        `frames`) or begun (kept). Returns where the next frame starts (`end` once one is partial)."""
+        if size < 4 or size > MAX_RESPONSE_BYTES:
+            raise ProtocolDecodeError(f"response size {size} out of range")
+        stop = pos + size
+        if stop <= end:
+            frames.append(bytearray(view[pos:stop]))
+            return stop
+        frame = self._frame = bytearray(size)
+        frame[: end - pos] = view[pos:end]
+        self._filled = end - pos
+        return end

@@ -11,8 +11,10 @@ within `request_timeout_ms` raises asyncio.TimeoutError and, as in Kafka's Netwo
 connection (its in-order replies can no longer be trusted to arrive), failing the other pending requests.
 
 Response bodies come from `kafkad.protocol.decode_response`; "records" fields are memoryviews into the
-response frame, a bytearray per frame that the socket is read into directly (asyncio.BufferedProtocol), so
-a follower appends fetched batches with no copy between the kernel and its segment write. The follower's
+response frame, a bytearray per frame (asyncio.BufferedProtocol, `ScratchFrameReader`): a response of up to
+64 KiB arrives with its size prefix in one recv into a scratch buffer and is copied once into its frame
+(one recv instead of three: size, body, and the empty read libuv makes after a full buffer), a larger one
+is read into its frame directly past its first 64 KiB. The follower's
 fetches skip the codec both ways (`request_raw` / `send_raw`: an encoded request in, the response frame out)
 and, once connected, the per-request coroutine and timer too (`send_raw`: one watchdog timer per channel
 enforces `request_timeout_ms` for them).
@@ -36,9 +38,9 @@ from typing import Any
 
 from kafkad.client import (
     Call,
-    FrameReader,
     InFlight,
     SaslClient,
+    ScratchFrameReader,
     UnexpectedResponse,
     request_frame,
     stamp_correlation,
@@ -335,7 +337,7 @@ class _Wire(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport = None  # type: ignore[assignment]  # set by connection_made
         self.paused: asyncio.Future[None] | None = None  # write flow control
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by connection_made
-        self._reader = FrameReader()
+        self._reader = ScratchFrameReader()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.loop = asyncio.get_running_loop()
@@ -346,11 +348,11 @@ class _Wire(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         try:
-            frame = self._reader.buffer_updated(nbytes)
+            frames = self._reader.buffer_updated(nbytes)
         except ProtocolDecodeError as e:  # a size prefix out of range
             self.channel._lost(self, e)
             return
-        if frame is not None:
+        for frame in frames:
             self.channel._on_frame(self, frame)
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -29,6 +29,7 @@ class WireServer:
     def __init__(self) -> None:
         self.mode = "answer"  # answer | reverse | hold | park-metadata | close | garbage
         self.batch = 1
+        self.value = b"v"  # the fetched record's value
         self.connections = 0
         self.seen: list[int] = []
         self._server: asyncio.Server | None = None
@@ -54,7 +55,7 @@ class WireServer:
                             {
                                 "partition_index": 0,
                                 "high_watermark": 3,
-                                "records": build_batch([SimpleRecord(b"k", b"v", timestamp=1)]),
+                                "records": build_batch([SimpleRecord(b"k", self.value, timestamp=1)]),
                             }
                         ],
                     }
@@ -279,6 +280,46 @@ def fetch_frame() -> bytearray:
 
     body = {"replica_id": 2, "max_wait_ms": 0, "min_bytes": 1, "topics": []}
     return bytearray(encode_request(RequestHeader(FETCH, 11, 0, "test"), body))
+
+
+class _CountingReader:
+    """The wire's frame reader, counting the reads the loop makes into it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.reads = 0
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        self.reads += 1
+        buf: memoryview = self.inner.get_buffer(sizehint)
+        return buf
+
+    def buffer_updated(self, nbytes: int) -> Any:
+        return self.inner.buffer_updated(nbytes)
+
+
+@pytest.mark.parametrize("value_bytes", [16 << 10, 300 << 10])
+def test_a_fetch_response_takes_one_read_and_large_ones_arrive_whole(value_bytes: int) -> None:
+    """A 16 KiB response is read with its size prefix in one recv (FrameReader's exact-size buffers took
+    three under uvloop: size, body, and an empty read after the full buffer; two under asyncio), and
+    responses larger than the scratch still arrive byte for byte."""
+
+    async def t(server: WireServer) -> None:
+        server.value = bytes(range(256)) * (value_bytes // 256)
+        ch = BrokerChannel("127.0.0.1", server.port, client_id="test")
+        await ch.request_raw(fetch_frame())
+        assert ch._wire is not None
+        counter = ch._wire._reader = _CountingReader(ch._wire._reader)  # type: ignore[assignment]
+        want = build_batch([SimpleRecord(b"k", server.value, timestamp=1)])
+        n = 30
+        for _ in range(n):
+            frame = await ch.request_raw(fetch_frame())
+            assert bytes(frame).endswith(want)
+        if value_bytes < 64 << 10:
+            assert counter.reads <= 1.5 * n, counter.reads
+        ch.close()
+
+    run(t)
 
 
 def test_send_raw_answers_with_the_frame_and_times_out_through_the_watchdog() -> None:

@@ -10,6 +10,7 @@ correlation id; `FrameReader` hands out the rest as one bytearray per frame.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -91,13 +92,14 @@ class ScratchFrameReader:
     each whole frame out into its own bytearray (and the start of a partial one into its body) and
     returns them in order. While at least `direct_min` bytes of a body are missing, get_buffer hands out
     the rest of the body itself (a large catch-up response lands in place, with no scratch copy).
-    The scratch holds nothing between reads: buffer_updated consumes it all.
+    The scratch holds nothing between reads (buffer_updated consumes it all), so the readers of one
+    thread (its event loop's channels) share one: no 64 KiB per connection.
     """
 
     __slots__ = ("_direct", "_direct_min", "_filled", "_frame", "_head", "_scratch")
 
     def __init__(self, scratch_bytes: int = 64 << 10, direct_min: int = 64 << 10) -> None:
-        self._scratch = memoryview(bytearray(scratch_bytes))
+        self._scratch = _thread_scratch(scratch_bytes)
         self._direct_min = direct_min
         self._direct = False  # the last get_buffer handed out the partial body, not the scratch
         self._head = bytearray()  # size bytes of a frame split before its 4th size byte
@@ -162,3 +164,14 @@ class ScratchFrameReader:
         frame[: end - pos] = view[pos:end]
         self._filled = end - pos
         return end
+
+
+_SCRATCH = threading.local()  # per thread (one event loop each): `view`, the shared scratch
+
+
+def _thread_scratch(size: int) -> memoryview:
+    """`size` bytes of this thread's scratch (grown when a reader wants more)."""
+    view: memoryview | None = getattr(_SCRATCH, "view", None)
+    if view is None or len(view) < size:
+        view = _SCRATCH.view = memoryview(bytearray(size))
+    return view[:size]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="with --no-spy: acks=1 / acks=all pairs")
     p.add_argument("--override", action="append", default=[], help="broker config k=v (repeatable)")
     p.add_argument("--native", action="store_true", help="include C frames (uvloop, syscalls)")
+    p.add_argument("--keep", action="store_true", help="keep the cluster's work dir (GBs of logs)")
     a = p.parse_args(argv)
     profile.NATIVE = a.native
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -135,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(report.read_text()[:6000])
     finally:
         pool.close()
+        if not a.keep:  # each run writes GBs of logs: 23 abandoned dirs filled the disk once
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

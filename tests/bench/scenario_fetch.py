@@ -95,7 +95,7 @@ def fetch(ctx: Context) -> None:
                 bt,
                 "sendfile",
                 ratio("", t, bt),
-                Goal(">=", 0.7) if goal else None,
+                Goal(">=", 0.8) if goal else None,
                 True,
             )
         )
@@ -107,7 +107,7 @@ def fetch(ctx: Context) -> None:
                 bc,
                 "sendfile",
                 ratio("", c, bc),
-                Goal("<=", 1.5) if goal else None,
+                Goal("<=", 1.2) if goal else None,
                 True,
             )
         )

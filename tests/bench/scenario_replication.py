@@ -76,7 +76,7 @@ def replication(ctx: Context) -> None:
                         cpu["sendfile"].append(_sendfile_baseline(files[-1:])[0])
                 log.info("%s run %d: %s", setup, i, {m: f"{r[-1]:.0f} rec/s" for m, r in rates.items()})
             k = figure(f"{setup} RF3 acks=all", "rec/s", rates["RF 3 acks=all"])
-            for base_name, goal in (("RF 3 acks=1", Goal(">=", 0.5)), ("RF 1 acks=1", None)):
+            for base_name, goal in (("RF 3 acks=1", Goal(">=", 0.7)), ("RF 1 acks=1", None)):
                 b = figure(f"{setup} {base_name}", "rec/s", rates[base_name])
                 ctx.rows.append(
                     Row(

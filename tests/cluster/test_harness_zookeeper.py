@@ -11,7 +11,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.cluster.cluster import wait_until
-from tests.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, four_letter
+from tests.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperServer, drop_empty_tail_txn_log, four_letter
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(180)]
 
@@ -54,6 +54,44 @@ def test_standalone_restart_keeps_data(zk_server: ZooKeeperServer) -> None:
     finally:
         c.stop()
         c.close()
+
+
+def test_restart_after_a_kill_that_left_an_empty_newest_txn_log(zk_server: ZooKeeperServer) -> None:
+    """The CI failure of session 7: kill -9 right after ZooKeeper created a new txn log left it empty,
+    and Debian's ZooKeeper 3.8 then exits 1 at start (ZOOKEEPER-2332). Made here on purpose."""
+    c = _client(zk_server.connect_string)
+    c.create("/before-kill", b"v")
+    c.stop()
+    c.close()
+    zk_server.node.kill9()
+    logs = zk_server.node.data_dir / "version-2"
+    newest = max(int(f.suffix[1:], 16) for f in logs.glob("log.*"))
+    (logs / f"log.{newest + 0x100:x}").touch()
+    zk_server.node.start()
+    assert "deleted the empty newest txn log" in zk_server.node.log_text()
+    c = _client(zk_server.connect_string)
+    try:
+        assert c.get("/before-kill")[0] == b"v"
+    finally:
+        c.stop()
+        c.close()
+
+
+def test_drop_empty_tail_txn_log_only_drops_an_empty_newest_log(tmp_path: Path) -> None:
+    logs = tmp_path / "version-2"
+    logs.mkdir()
+    assert drop_empty_tail_txn_log(tmp_path) is None  # no logs at all
+    (logs / "log.9").write_bytes(b"x" * 16)
+    (logs / "log.a").touch()  # empty but not the newest: damage ZooKeeper must report
+    (logs / "log.100").write_bytes(b"x" * 16)  # newest by zxid (0x100 > 0xa, though "log.a" sorts last)
+    assert drop_empty_tail_txn_log(tmp_path) is None
+    assert sorted(f.name for f in logs.iterdir()) == ["log.100", "log.9", "log.a"]
+    (logs / "log.1000").touch()
+    assert drop_empty_tail_txn_log(tmp_path) == logs / "log.1000"
+    assert sorted(f.name for f in logs.iterdir()) == ["log.100", "log.9", "log.a"]
+    (logs / "log.1001").write_bytes(b"x")  # short but not empty: left for ZooKeeper to report
+    assert drop_empty_tail_txn_log(tmp_path) is None
+    assert (logs / "log.1001").exists()
 
 
 def test_ephemeral_vanishes_after_session_close(zk_server: ZooKeeperServer) -> None:

@@ -12,6 +12,12 @@ the context managers stop every node they started (kill -9 after a SIGTERM that 
 Faults on one node: stop() (SIGTERM), kill9(), sigstop()/sigcont(), start() again on the same ports
 and dataDir. `leader()` asks every node for its mode with `srvr`.
 
+A kill -9 between ZooKeeper creating a new transaction log and writing its header leaves an empty
+`version-2/log.*` as the newest file, and ZooKeeper 3.8 then refuses to start ("Unable to load database
+on disk", EOFException in FileHeader.deserialize): ZOOKEEPER-2332, fixed upstream in 2024 by deleting that
+empty tail file at load. Debian's 3.8.0 predates the fix, so `spawn()` does what the fix does before each
+start (`drop_empty_tail_txn_log`): the file holds no transaction, so nothing acknowledged is lost.
+
 Security (`security=ZkServerSecurity(...)`): SASL DIGEST-MD5 users from a server JAAS `Server` section
 (SASLAuthenticationProvider), optionally required of every session (enforce.auth / sessionRequireClientSASLAuth),
 and/or a `secureClientPort` (Netty, PEM key and trust stores) that requires client certificates (their
@@ -111,6 +117,19 @@ def check_installed(tls: bool = False) -> str:
         )
     assert java is not None
     return java
+
+
+def drop_empty_tail_txn_log(data_dir: Path) -> Path | None:
+    """Delete the newest transaction log of `data_dir` if it is empty (ZOOKEEPER-2332); return it if so.
+
+    Only the newest and only when empty, as the upstream fix: an empty log in the middle, or a short
+    non-empty one, is real damage that ZooKeeper must go on reporting.
+    """
+    logs = sorted((data_dir / "version-2").glob("log.*"), key=lambda f: int(f.suffix[1:], 16))
+    if logs and logs[-1].stat().st_size == 0:
+        logs[-1].unlink()
+        return logs[-1]
+    return None
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -230,6 +249,7 @@ class ZooKeeperNode:
             raise RuntimeError(f"zookeeper {self.myid} already running")
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write_config()
+        dropped = drop_empty_tail_txn_log(self.data_dir)
         jars = [ZK_JAR, SLF4J_JAR, *(NETTY_JARS if self.secure_port is not None else ())]
         cp = ":".join(str(j) for j in jars)
         cmd = [self.java, "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp]
@@ -239,6 +259,10 @@ class ZooKeeperNode:
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
             log.write(f"--- start {time.strftime('%H:%M:%S')} ---\n".encode())
+            if dropped is not None:
+                log.write(
+                    f"--- harness: deleted the empty newest txn log {dropped.name} (ZOOKEEPER-2332)\n".encode()
+                )
             log.flush()
             self.proc = subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.dir, preexec_fn=_die_with_parent

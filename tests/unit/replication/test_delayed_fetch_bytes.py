@@ -144,9 +144,55 @@ def test_one_byte_waiter_is_resolved_by_any_append_and_a_roll_resolves_a_countin
         part.add_append_waiter(plain)
         part.add_append_waiter(counting, BytesWanted(1 << 30))
         part.append_as_leader(batch(b"x"), now_ms=0, required_acks=1)
+        assert not plain.done()  # settled on the loop's next iteration (delayed_fetch._settle)
+        await asyncio.sleep(0)
         assert plain.done() and not counting.done()
         part.log.roll()  # type: ignore[attr-defined]
         part.append_as_leader(batch(b"y"), now_ms=0, required_acks=1)
+        await asyncio.sleep(0)
         assert counting.done()
+
+    asyncio.run(go())
+
+
+def test_appends_before_the_settle_ride_in_the_same_answer(tmp_path: Path) -> None:
+    """An append schedules the parked fetch's resolution instead of resolving it: what the loop runs
+    before that (the next poll's Produce requests) is appended first and read by the same answer. Resolved
+    at once, the fetch's Task ran first and answered one batch."""
+    b = make_broker(tmp_path)
+    create(b, "t")
+    part = b.replicas.get_or_raise("t", 0)
+    reads = _counting_reads(part)
+
+    async def go() -> Any:
+        loop = asyncio.get_running_loop()
+        task = _fetch_task(b, _follower_body(0, min_bytes=1))
+        await _settle()
+        part.append_as_leader(batch(b"first"), now_ms=0, required_acks=1)
+        loop.call_soon(lambda: part.append_as_leader(batch(b"second"), now_ms=0, required_acks=1))
+        return await asyncio.wait_for(task, 60)
+
+    out = asyncio.run(go())
+    got = _fetched(out)
+    assert b"first" in got and b"second" in got
+    assert reads == [0, 0]
+    assert not part._append_waiters
+
+
+def test_a_waiter_gone_before_its_settle_is_left_alone(tmp_path: Path) -> None:
+    """The fetch's connection closed (its future cancelled) between the append and the settle."""
+    b = make_broker(tmp_path)
+    create(b, "t")
+    part = b.replicas.get_or_raise("t", 0)
+
+    async def go() -> None:
+        fut = asyncio.get_running_loop().create_future()
+        part.add_append_waiter(fut)
+        part.append_as_leader(batch(b"x"), now_ms=0, required_acks=1)
+        part.append_as_leader(batch(b"y"), now_ms=0, required_acks=1)  # one settle is scheduled, not two
+        fut.cancel()
+        part.discard_append_waiter(fut)
+        await asyncio.sleep(0)
+        assert fut.cancelled()
 
     asyncio.run(go())

@@ -31,6 +31,7 @@ def test_a_marker_append_wakes_a_parked_follower_fetch(tmp_path: Path) -> None:
         part.add_append_waiter(parked)  # the follower's Fetch found nothing beyond its offset
         try:
             part.append_txn_marker(PID, 0, True, 0, now_ms=0)
+            await asyncio.sleep(0)  # appends settle the waiter on the next iteration (delayed_fetch)
             return parked.done()
         finally:
             part.discard_append_waiter(parked)

@@ -119,6 +119,7 @@ def test_a_followers_parked_fetch_wakes_on_appends_not_on_hw_moves() -> None:
         p.update_follower_position(3, 4)
         assert log.high_watermark == 4 and consumer.done() and not follower.done()
         p.append_as_leader(memoryview(b"ef"), now_ms=0, required_acks=-1)
+        await asyncio.sleep(0)  # an append settles it on the next iteration (delayed_fetch._settle)
         assert follower.done()
         p.discard_append_waiter(follower)
         again = loop.create_future()

@@ -40,41 +40,42 @@ def test_standalone_serves_and_cleans_up(tmp_path: Path) -> None:
         os.kill(pid, 0)
 
 
-def test_standalone_restart_keeps_data(zk_server: ZooKeeperServer) -> None:
-    c = _client(zk_server.connect_string)
-    c.create("/persist", b"v")
-    c.stop()
-    c.close()
-    zk_server.node.kill9()
-    assert not zk_server.node.ruok()
-    zk_server.node.start()
-    c = _client(zk_server.connect_string)
+def _write_then_kill9(zk: ZooKeeperServer, path: str) -> None:
+    c = _client(zk.connect_string)
     try:
-        assert c.get("/persist")[0] == b"v"
+        c.create(path, b"v")
     finally:
         c.stop()
         c.close()
+    zk.node.kill9()
+    assert not zk.node.ruok()
+
+
+def _read(zk: ZooKeeperServer, path: str) -> bytes:
+    c = _client(zk.connect_string)
+    try:
+        return bytes(c.get(path)[0])
+    finally:
+        c.stop()
+        c.close()
+
+
+def test_standalone_restart_keeps_data(zk_server: ZooKeeperServer) -> None:
+    _write_then_kill9(zk_server, "/persist")
+    zk_server.node.start()
+    assert _read(zk_server, "/persist") == b"v"
 
 
 def test_restart_after_a_kill_that_left_an_empty_newest_txn_log(zk_server: ZooKeeperServer) -> None:
     """The CI failure of session 7: kill -9 right after ZooKeeper created a new txn log left it empty,
     and Debian's ZooKeeper 3.8 then exits 1 at start (ZOOKEEPER-2332). Made here on purpose."""
-    c = _client(zk_server.connect_string)
-    c.create("/before-kill", b"v")
-    c.stop()
-    c.close()
-    zk_server.node.kill9()
+    _write_then_kill9(zk_server, "/before-kill")
     logs = zk_server.node.data_dir / "version-2"
     newest = max(int(f.suffix[1:], 16) for f in logs.glob("log.*"))
     (logs / f"log.{newest + 0x100:x}").touch()
     zk_server.node.start()
     assert "deleted the empty newest txn log" in zk_server.node.log_text()
-    c = _client(zk_server.connect_string)
-    try:
-        assert c.get("/before-kill")[0] == b"v"
-    finally:
-        c.stop()
-        c.close()
+    assert _read(zk_server, "/before-kill") == b"v"
 
 
 def test_drop_empty_tail_txn_log_only_drops_an_empty_newest_log(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
 
 class Outcome(StrEnum):
@@ -105,19 +105,31 @@ def assign(client: str, at: float) -> Op:
     return Op("assign", client, at, at, Outcome.OK)
 
 
-@dataclass
-class History:
-    """Thread-safe recorder; `now()` is seconds since t0."""
+class _Jsonable(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
 
-    ops: list[Op] = field(default_factory=list)
+
+OpT = TypeVar("OpT", bound=_Jsonable)
+
+
+@dataclass
+class Recorder(Generic[OpT]):
+    """Thread-safe recorder of ops and faults; `now()` is seconds since t0. Saved as JSON lines (the faults,
+    then the ops); a subclass says how an op line is read back (`op_from_json`)."""
+
+    ops: list[OpT] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     t0: float = field(default_factory=time.monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    @classmethod
+    def op_from_json(cls, d: dict[str, Any]) -> OpT:
+        raise NotImplementedError
+
     def now(self) -> float:
         return time.monotonic() - self.t0
 
-    def add(self, op: Op) -> None:
+    def add(self, op: OpT) -> None:
         with self._lock:
             self.ops.append(op)
 
@@ -125,11 +137,11 @@ class History:
         with self._lock:
             self.faults.append(fault)
 
-    def snapshot(self) -> tuple[list[Op], list[Fault]]:
+    def snapshot(self) -> tuple[list[OpT], list[Fault]]:
         with self._lock:
             return list(self.ops), list(self.faults)
 
-    def __iter__(self) -> Iterator[Op]:
+    def __iter__(self) -> Iterator[OpT]:
         return iter(self.snapshot()[0])
 
     def save(self, path: Path) -> None:
@@ -140,13 +152,22 @@ class History:
             for op in ops:
                 f.write(json.dumps(op.to_json()) + "\n")
 
-    @staticmethod
-    def load(path: Path) -> History:
-        h = History()
+    @classmethod
+    def load(cls, path: Path) -> Self:
+        h = cls()
         for line in Path(path).read_text().splitlines():
             d = json.loads(line)
             if "fault" in d:
                 h.faults.append(Fault(d["fault"], d["target"], float(d["start"]), float(d["end"])))
             else:
-                h.ops.append(Op.from_json(d))
+                h.ops.append(cls.op_from_json(d))
         return h
+
+
+@dataclass
+class History(Recorder[Op]):
+    """The plain workload's history."""
+
+    @classmethod
+    def op_from_json(cls, d: dict[str, Any]) -> Op:
+        return Op.from_json(d)

@@ -19,15 +19,11 @@ names its transaction and its input. Saved and loaded as JSON lines, as history.
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from tests.chaos.history import Outcome, Rec
+from tests.chaos.history import Outcome, Rec, Recorder
 
 SEP = "|"
 
@@ -125,46 +121,9 @@ def died(client: str, at: float, partitions: Iterable[int], txn_id: str = "") ->
 
 
 @dataclass
-class TxnHistory:
-    """Thread-safe recorder; `now()` is seconds since t0. Faults are history.Fault, saved the same way."""
+class TxnHistory(Recorder[TxnOp]):
+    """The transactional workload's history; faults are history.Fault, saved the same way."""
 
-    ops: list[TxnOp] = field(default_factory=list)
-    faults: list[Any] = field(default_factory=list)
-    t0: float = field(default_factory=time.monotonic)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def now(self) -> float:
-        return time.monotonic() - self.t0
-
-    def add(self, op: TxnOp) -> None:
-        with self._lock:
-            self.ops.append(op)
-
-    def add_fault(self, fault: Any) -> None:
-        with self._lock:
-            self.faults.append(fault)
-
-    def snapshot(self) -> tuple[list[TxnOp], list[Any]]:
-        with self._lock:
-            return list(self.ops), list(self.faults)
-
-    def save(self, path: Path) -> None:
-        ops, faults = self.snapshot()
-        with open(path, "w") as f:
-            for fault in faults:
-                f.write(json.dumps(fault.to_json()) + "\n")
-            for op in ops:
-                f.write(json.dumps(op.to_json()) + "\n")
-
-    @staticmethod
-    def load(path: Path) -> TxnHistory:
-        from tests.chaos.history import Fault
-
-        h = TxnHistory()
-        for line in Path(path).read_text().splitlines():
-            d = json.loads(line)
-            if "fault" in d:
-                h.faults.append(Fault(d["fault"], d["target"], float(d["start"]), float(d["end"])))
-            else:
-                h.ops.append(TxnOp.from_json(d))
-        return h
+    @classmethod
+    def op_from_json(cls, d: dict[str, Any]) -> TxnOp:
+        return TxnOp.from_json(d)

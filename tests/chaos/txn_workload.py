@@ -44,7 +44,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from tests.chaos.history import Outcome, Rec
 from tests.chaos.txn_history import TxnHistory, TxnOp, died, lso_sample, out_value, tassign, tinput, tpoll
-from tests.chaos.workload import classify, rdkafka_debug
+from tests.chaos.workload import classify, rdkafka_debug, records_of
 
 log = logging.getLogger(__name__)
 
@@ -354,18 +354,7 @@ def _reader(bootstrap: str, group: str) -> Consumer:
 def _poll(c: Consumer, h: TxnHistory, client: str, errors: list[str]) -> list[Rec]:
     start = h.now()
     msgs = c.consume(num_messages=500, timeout=0.2)
-    recs = []
-    for m in msgs:
-        err = m.error()
-        if err is not None:
-            errors.append(err.name())
-            continue
-        value = m.value()
-        recs.append(
-            Rec(
-                int(m.partition() or 0), int(m.offset() or 0), value.decode(errors="replace") if value else ""
-            )
-        )
+    recs = records_of(msgs, errors)
     if recs:
         h.add(tpoll(client, start, h.now(), recs))
     return recs

@@ -265,6 +265,15 @@ def poll_once(
     end = h.now()
     if assigned():  # a rebalance was served inside this consume(): the records come after it
         h.add(assign(client, start - 1e-6))
+    recs = records_of(msgs, errors)
+    if recs:
+        h.add(Op("poll", client, start, end, Outcome.OK, records=tuple(recs)))
+    return recs
+
+
+def records_of(msgs: list[Any], errors: list[str]) -> list[Rec]:
+    """The records of one consume(); an error's name goes to `errors` (an end-of-partition event is none).
+    A damaged value is decoded with replacement: it must reach the checker ("corrupt"), not fail here."""
     recs = []
     for m in msgs:
         err = m.error()
@@ -273,14 +282,11 @@ def poll_once(
                 errors.append(err.name())
             continue
         value = m.value()
-        # a damaged record must reach the checker ("corrupt"), not fail the decode
         recs.append(
             Rec(
                 int(m.partition() or 0), int(m.offset() or 0), value.decode(errors="replace") if value else ""
             )
         )
-    if recs:
-        h.add(Op("poll", client, start, end, Outcome.OK, records=tuple(recs)))
     return recs
 
 

@@ -60,12 +60,8 @@ def _settle_soon(marks: dict[asyncio.Future[None], Mark | None], fut: asyncio.Fu
 
 
 def end_position(log: Any) -> tuple[Any, int]:
-    """(active segment, its size in bytes) of a PartitionLog; (None, 0) for a log without segments (a
-    test's fake), whose waiters any append then resolves."""
-    try:
-        seg = log.active_segment
-    except AttributeError:
-        return None, 0
+    """(active segment, its size in bytes) of a PartitionLog."""
+    seg = log.active_segment
     return seg, int(seg.size)
 
 
@@ -86,7 +82,7 @@ def count(marks: dict[asyncio.Future[None], Mark | None], log: Any) -> None:
             continue
         if position < 0:
             seg, position = end_position(log)
-        if seg is None or m.segment is not seg:  # rolled (or no segments to count): read now
+        if m.segment is not seg:  # rolled: read now
             _settle_soon(marks, fut)
             continue
         wanted = m.wanted

@@ -84,6 +84,22 @@ def create_topic(
     assert got["error_code"] == 0, got
 
 
+def delete_topics(c: KafkadCluster, names: Sequence[str], timeout_s: float = 120) -> None:
+    """DeleteTopics, then wait until no broker holds a dir of them (renamed `*-delete` dirs included):
+    a bench that writes GBs per row frees the disk before the next. Needs a short file.delete.delay.ms."""
+    body = {"topic_names": list(names), "timeout_ms": 120000}
+    for r in request(c.bootstrap.split(",")[0], ApiKey.DELETE_TOPICS, 4, body)["responses"]:
+        assert r["error_code"] == 0, r
+    prefixes = tuple(f"{n}-" for n in names)
+
+    def gone() -> bool:
+        return not any(
+            d.name.startswith(prefixes) for b in c.ids for d in c.broker(b).data_dir.iterdir() if d.is_dir()
+        )
+
+    c.wait_until(gone, timeout_s, f"topics {list(names)} deleted from every broker's disk")
+
+
 def states(c: KafkadCluster, topic: str, n: int) -> list[tuple[int, tuple[int, ...]] | None]:
     """(leader, isr) of partitions 0..n-1, read from ZooKeeper with n pipelined gets."""
     import json

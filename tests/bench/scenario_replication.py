@@ -5,11 +5,15 @@ topic, all led by the same broker (the controller, so the two followers are plai
    flight per connection, on 1 and on 4 connections; one confluent-kafka producer with linger.ms 5): RF 3
    acks=all against RF 3 acks=1 and RF 1 acks=1, the three alternating run by run; ratios within a run.
 2. Follower CPU per GiB replicated (both followers' CPU seconds over the bytes they appended) during each
-   acks=all run, against a plain os.sendfile over loopback + append to a file of the leader's active
-   segment (sender and receiver CPU), measured right after that run.
+   acks=all run, against a plain os.sendfile over loopback + append to a file of the leader's newest
+   segments, at least 64 MiB of them (sender and receiver CPU), measured right after that run (the
+   active segment alone was a few KiB after a roll, and its baseline 0: an infinite ratio).
 3. Catch-up: one follower stopped, `catchup_bytes` written with acks=1, the follower started; MB/s from its
    first appended byte to its log end reaching the leader's, and its CPU per GiB, against raw loopback
-   sendfile of the same segment files.
+   sendfile of the leader's newest segment files holding as many bytes.
+
+Each producer setup writes to topics of its own, deleted (and gone from every disk) before the next setup:
+full mode writes tens of GB per setup, and kept they filled this machine's disk before the catch-up row.
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ import functools
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.bench.bench_replication import OVERRIDES, _cpu, _log_bytes, _sendfile_baseline
-from tests.bench.cluster_env import cluster_env, create_topic, wait_led_by
+from tests.bench.cluster_env import cluster_env, create_topic, delete_topics, wait_led_by
 from tests.bench.context import Context, GiB, MiB, Mode
 from tests.bench.stats import Row, figure, ratio
 from tests.bench.stats import Target as Goal
@@ -52,19 +57,21 @@ MODES = (("RF 1 acks=1", "r1", "1"), ("RF 3 acks=1", "r3", "1"), ("RF 3 acks=all
 
 def replication(ctx: Context) -> None:
     s = REPLICATION[ctx.mode]
-    with cluster_env(ctx.work / "replication", OVERRIDES) as c:
+    with cluster_env(ctx.work / "replication", {**OVERRIDES, "log.segment.delete.delay.ms": "0"}) as c:
         leader = c.wait_controller()
         followers = [x for x in c.ids if x != leader]
-        create_topic(c, "r1", [[leader]])
-        for t in ("r3", "r3all"):
-            create_topic(c, t, [[leader, *followers]])
-            wait_led_by(c, t, 1, leader, 3, 60)
-        for setup, config in SETUPS.items():
+        for n, (setup, config) in enumerate(SETUPS.items()):
+            topics = {t: f"{t}-{n}" for _, t, _ in MODES}
+            create_topic(c, topics["r1"], [[leader]])
+            for t in ("r3", "r3all"):
+                create_topic(c, topics[t], [[leader, *followers]])
+                wait_led_by(c, topics[t], 1, leader, 3, 60)
             cpu: dict[str, list[float]] = {"follower": [], "sendfile": []}
             rates: dict[str, list[float]] = {m: [] for m, _, _ in MODES}
             for i in range(ctx.settings.runs):
                 order = MODES if i % 2 == 0 else MODES[::-1]
-                for name, topic, acks in order:
+                for name, t, acks in order:
+                    topic = topics[t]
                     measure = acks == "all"
                     before = {f: (_cpu(c.broker(f).pid), _log_bytes(c, f, topic)) for f in followers}
                     rates[name].append(_produce(ctx, c, leader, topic, acks, config))
@@ -73,7 +80,7 @@ def replication(ctx: Context) -> None:
                         moved = sum(_log_bytes(c, f, topic) - before[f][1] for f in followers)
                         cpu["follower"].append(spent / (moved / GiB))
                         files = sorted((c.broker(leader).data_dir / f"{topic}-0").glob("*.log"))
-                        cpu["sendfile"].append(_sendfile_baseline(files[-1:])[0])
+                        cpu["sendfile"].append(_sendfile_baseline(_newest(files, 64 * MiB))[0])
                 log.info("%s run %d: %s", setup, i, {m: f"{r[-1]:.0f} rec/s" for m, r in rates.items()})
             k = figure(f"{setup} RF3 acks=all", "rec/s", rates["RF 3 acks=all"])
             for base_name, goal in (("RF 3 acks=1", Goal(">=", 0.7)), ("RF 1 acks=1", None)):
@@ -110,7 +117,21 @@ def replication(ctx: Context) -> None:
                     True,
                 )
             )
+            delete_topics(c, list(topics.values()))
+        create_topic(c, "catchup", [[leader, *followers]])
+        wait_led_by(c, "catchup", 1, leader, 3, 60)
         _catchup(ctx, c, leader, followers[0], s)
+
+
+def _newest(files: list[Path], nbytes: int) -> list[Path]:
+    """The newest of `files` (in offset order) that together hold at least `nbytes`."""
+    out: list[Path] = []
+    for f in reversed(files):
+        if nbytes <= 0:
+            break
+        out.insert(0, f)
+        nbytes -= f.stat().st_size
+    return out
 
 
 def _produce(
@@ -151,7 +172,7 @@ def _grown(c: KafkadCluster, broker: int, topic: str, above: int) -> bool:
 
 
 def _catchup(ctx: Context, c: KafkadCluster, leader: int, lagger: int, s: ReplicationSettings) -> None:
-    topic = "r3"
+    topic = "catchup"
     got: dict[str, list[float]] = {"mbs": [], "raw_mbs": [], "cpu": [], "raw_cpu": [], "missed_mb": []}
     fill = Job(
         "raw_produce_throughput",
@@ -182,7 +203,7 @@ def _catchup(ctx: Context, c: KafkadCluster, leader: int, lagger: int, s: Replic
         got["missed_mb"].append((target - have) / 1e6)
         got["cpu"].append(cpu / (copied / GiB))
         raw_cpu, raw_mbs = _sendfile_baseline(
-            sorted((c.broker(leader).data_dir / f"{topic}-0").glob("*.log"))
+            _newest(sorted((c.broker(leader).data_dir / f"{topic}-0").glob("*.log")), copied)
         )
         got["raw_mbs"].append(raw_mbs)
         got["raw_cpu"].append(raw_cpu)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -124,3 +125,18 @@ class _FakeTransport:
 
     def write(self, data: bytes) -> None:
         self.out.append(data)
+
+
+def test_newest_segments_holding_enough_bytes(tmp_path: Path) -> None:
+    from tests.bench.scenario_replication import _newest
+
+    files = []
+    for i, size in enumerate([100, 50, 30, 5]):  # oldest first, the active segment last
+        f = tmp_path / f"{i:020d}.log"
+        f.write_bytes(b"x" * size)
+        files.append(f)
+    assert _newest(files, 5) == files[3:]
+    assert _newest(files, 6) == files[2:]  # a just-rolled active segment is not enough alone
+    assert _newest(files, 85) == files[1:]
+    assert _newest(files, 10_000) == files  # all there is
+    assert _newest(files, 0) == []

@@ -100,6 +100,26 @@ def delete_topics(c: KafkadCluster, names: Sequence[str], timeout_s: float = 120
     c.wait_until(gone, timeout_s, f"topics {list(names)} deleted from every broker's disk")
 
 
+def trim_logs(c: KafkadCluster, leader: int, names: Sequence[str], timeout_s: float = 60) -> None:
+    """DeleteRecords of partition 0 of each topic up to its high watermark (sent to `leader`), then wait until
+    no broker holds more than two segment files of them: a bench that writes GBs per row keeps the page cache
+    it grows bounded (tests/bench/page_cache_probe.py says why that matters on this machine) while the
+    topics and their byte counts stay. Needs a short log.segment.delete.delay.ms."""
+    body = {
+        "topics": [{"name": n, "partitions": [{"partition_index": 0, "offset": -1}]} for n in names],
+        "timeout_ms": 30000,
+    }
+    for t in request(f"127.0.0.1:{c.broker(leader).port}", ApiKey.DELETE_RECORDS, 2, body)["topics"]:
+        assert all(p["error_code"] == 0 for p in t["partitions"]), t
+
+    def trimmed() -> bool:
+        return all(
+            len(list((c.broker(b).data_dir / f"{n}-0").glob("*.log"))) <= 2 for b in c.ids for n in names
+        )
+
+    c.wait_until(trimmed, timeout_s, f"logs of {list(names)} trimmed on every broker")
+
+
 def states(c: KafkadCluster, topic: str, n: int) -> list[tuple[int, tuple[int, ...]] | None]:
     """(leader, isr) of partitions 0..n-1, read from ZooKeeper with n pipelined gets."""
     import json

@@ -14,6 +14,10 @@ topic, all led by the same broker (the controller, so the two followers are plai
 
 Each producer setup writes to topics of its own, deleted (and gone from every disk) before the next setup:
 full mode writes tens of GB per setup, and kept they filled this machine's disk before the catch-up row.
+After each round (one run of each mode) DeleteRecords trims the topics to their last segments: a setup's
+rounds wrote up to ~10 GB, past what this VM's host keeps backed, and every buffered write then cost ~7x
+its CPU (tests/bench/page_cache_probe.py); the probe's reading after each round is a row of its own, so a
+run in that regime shows.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench.bench_replication import OVERRIDES, _cpu, _log_bytes, _sendfile_baseline
-from tests.bench.cluster_env import cluster_env, create_topic, delete_topics, wait_led_by
+from tests.bench.cluster_env import cluster_env, create_topic, delete_topics, trim_logs, wait_led_by
 from tests.bench.context import Context, GiB, MiB, Mode
+from tests.bench.page_cache_probe import append_us_per_page
 from tests.bench.stats import Row, figure, ratio
 from tests.bench.stats import Target as Goal
 from tests.bench.workers import Job
@@ -60,6 +65,10 @@ def replication(ctx: Context) -> None:
     with cluster_env(ctx.work / "replication", {**OVERRIDES, "log.segment.delete.delay.ms": "0"}) as c:
         leader = c.wait_controller()
         followers = [x for x in c.ids if x != leader]
+        probes: dict[str, list[float]] = {
+            "start": [append_us_per_page(ctx.work) for _ in range(3)],
+            "runs": [],
+        }
         for n, (setup, config) in enumerate(SETUPS.items()):
             topics = {t: f"{t}-{n}" for _, t, _ in MODES}
             create_topic(c, topics["r1"], [[leader]])
@@ -81,7 +90,15 @@ def replication(ctx: Context) -> None:
                         cpu["follower"].append(spent / (moved / GiB))
                         files = sorted((c.broker(leader).data_dir / f"{topic}-0").glob("*.log"))
                         cpu["sendfile"].append(_sendfile_baseline(_newest(files, 64 * MiB))[0])
-                log.info("%s run %d: %s", setup, i, {m: f"{r[-1]:.0f} rec/s" for m, r in rates.items()})
+                probes["runs"].append(append_us_per_page(ctx.work))
+                log.info(
+                    "%s run %d: %s; page-cache append %.2f us/page",
+                    setup,
+                    i,
+                    {m: f"{r[-1]:.0f} rec/s" for m, r in rates.items()},
+                    probes["runs"][-1],
+                )
+                trim_logs(c, leader, list(topics.values()))
             k = figure(f"{setup} RF3 acks=all", "rec/s", rates["RF 3 acks=all"])
             for base_name, goal in (("RF 3 acks=1", Goal(">=", 0.7)), ("RF 1 acks=1", None)):
                 b = figure(f"{setup} {base_name}", "rec/s", rates[base_name])
@@ -118,6 +135,19 @@ def replication(ctx: Context) -> None:
                 )
             )
             delete_topics(c, list(topics.values()))
+        pk = figure("page-cache append after each round", "us/page", probes["runs"])
+        pb = figure("page-cache append at the start", "us/page", probes["start"])
+        ctx.rows.append(
+            Row(
+                SECTION,
+                "page-cache append after each round (this VM's slow-memory regime if >> 1) us/page",
+                pk,
+                pb,
+                "at the scenario's start",
+                ratio("", pk, figure("", "", [pb.median] * len(pk.runs))),
+            )
+        )
+        ctx.series["replication page-cache probe"] = probes
         create_topic(c, "catchup", [[leader, *followers]])
         wait_led_by(c, "catchup", 1, leader, 3, 60)
         _catchup(ctx, c, leader, followers[0], s)

@@ -140,3 +140,19 @@ def test_newest_segments_holding_enough_bytes(tmp_path: Path) -> None:
     assert _newest(files, 85) == files[1:]
     assert _newest(files, 10_000) == files  # all there is
     assert _newest(files, 0) == []
+
+
+def test_page_cache_probe_reads_a_cost_per_page_and_leaves_nothing(tmp_path: Path) -> None:
+    from tests.bench.page_cache_probe import append_us_per_page
+
+    cost = append_us_per_page(tmp_path, mib=1)
+    assert 0 < cost < 10_000  # microseconds per 4 KiB page: positive, and not a unit mistake (ns, s)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_replication_floor_reaches_a_rate_with_no_broker_work() -> None:
+    """The floor tool's four processes exchange requests and fetches (a broken exchange reads 0 req/s or hangs)."""
+    from tests.bench.replication_floor import one_round
+
+    r = one_round(-1, 1, 2, 4096, 0.3)
+    assert r.rate > 100 and r.per_fetch > 0 and r.follower_us > 0

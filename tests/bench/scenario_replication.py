@@ -32,7 +32,7 @@ from typing import Any
 from tests.bench.bench_replication import OVERRIDES, _cpu, _log_bytes, _sendfile_baseline
 from tests.bench.cluster_env import cluster_env, create_topic, delete_topics, trim_logs, wait_led_by
 from tests.bench.context import Context, GiB, MiB, Mode
-from tests.bench.page_cache_probe import append_us_per_page
+from tests.bench.page_cache_probe import append_us_per_page, wait_fast
 from tests.bench.stats import Row, figure, ratio
 from tests.bench.stats import Target as Goal
 from tests.bench.workers import Job
@@ -68,6 +68,7 @@ def replication(ctx: Context) -> None:
         probes: dict[str, list[float]] = {
             "start": [append_us_per_page(ctx.work) for _ in range(3)],
             "runs": [],
+            "waited": [],  # seconds wait_fast took before each run and baseline
         }
         for n, (setup, config) in enumerate(SETUPS.items()):
             topics = {t: f"{t}-{n}" for _, t, _ in MODES}
@@ -82,6 +83,7 @@ def replication(ctx: Context) -> None:
                 for name, t, acks in order:
                     topic = topics[t]
                     measure = acks == "all"
+                    probes["waited"].append(wait_fast(ctx.work))
                     before = {f: (_cpu(c.broker(f).pid), _log_bytes(c, f, topic)) for f in followers}
                     rates[name].append(_produce(ctx, c, leader, topic, acks, config))
                     if measure:
@@ -89,6 +91,7 @@ def replication(ctx: Context) -> None:
                         moved = sum(_log_bytes(c, f, topic) - before[f][1] for f in followers)
                         cpu["follower"].append(spent / (moved / GiB))
                         files = sorted((c.broker(leader).data_dir / f"{topic}-0").glob("*.log"))
+                        probes["waited"].append(wait_fast(ctx.work))
                         cpu["sendfile"].append(_sendfile_baseline(_newest(files, 64 * MiB))[0])
                 probes["runs"].append(append_us_per_page(ctx.work))
                 log.info(
@@ -148,6 +151,11 @@ def replication(ctx: Context) -> None:
             )
         )
         ctx.series["replication page-cache probe"] = probes
+        log.info(
+            "waited %.1f s in all for a fast page cache before runs and baselines (longest %.1f s)",
+            sum(probes["waited"]),
+            max(probes["waited"], default=0.0),
+        )
         create_topic(c, "catchup", [[leader, *followers]])
         wait_led_by(c, "catchup", 1, leader, 3, 60)
         _catchup(ctx, c, leader, followers[0], s)

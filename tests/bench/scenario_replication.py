@@ -7,7 +7,8 @@ topic, all led by the same broker (the controller, so the two followers are plai
 2. Follower CPU per GiB replicated (both followers' CPU seconds over the bytes they appended) during each
    acks=all run, against a plain os.sendfile over loopback + append to a file of the leader's newest
    segments, at least 64 MiB of them (sender and receiver CPU), measured right after that run (the
-   active segment alone was a few KiB after a roll, and its baseline 0: an infinite ratio).
+   active segment alone was a few KiB after a roll, and its baseline 0: an infinite ratio). The ratio is
+   taken against the fastest of the run's baselines (this VM's page-cache slow regime inflated some).
 3. Catch-up: one follower stopped, `catchup_bytes` written with acks=1, the follower started; MB/s from its
    first appended byte to its log end reaching the leader's, and its CPU per GiB, against raw loopback
    sendfile of the leader's newest segment files holding as many bytes.
@@ -125,14 +126,18 @@ def replication(ctx: Context) -> None:
             ctx.series[f"replication {setup}"] = {**rates, "cpu": cpu}
             fk = figure("follower cpu/GiB", "cpu-s/GiB", cpu["follower"])
             fb = figure("sendfile+append cpu/GiB", "cpu-s/GiB", cpu["sendfile"])
+            # Against the run's fastest baseline, not run by run: a baseline that met this VM's page-cache
+            # slow regime read 3-5x its usual cost and turned the row into a PASS (page_cache_probe.py);
+            # the fastest reading is the machine's limit, and it can only make the row stricter.
+            fastest = figure("fastest sendfile+append", "cpu-s/GiB", [fb.min] * len(fk.runs))
             ctx.rows.append(
                 Row(
                     SECTION,
                     f"follower CPU per GiB replicated, acks=all {setup} cpu-s/GiB",
                     fk,
                     fb,
-                    "sendfile + append",
-                    ratio("", fk, fb),
+                    "sendfile + append (ratio: its fastest run)",
+                    ratio("", fk, fastest),
                     Goal("<=", 1.5),
                     True,
                 )

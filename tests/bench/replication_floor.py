@@ -11,8 +11,10 @@ as in Kafka). The leader answers a parked fetch one poll after an append (call_s
 
 What it tells: the acks=all / acks=1 ratio that no implementation of Kafka's replication protocol can beat
 on this machine with these processes, since every in-process cost here is close to nil; the gap between it
-and kafkad's row is kafkad's own. Run: .venv/bin/python -m tests.bench.replication_floor [--seconds 3]
-[--rounds 3] [--connections 1] [--depth 5] [--batch-kb 16]
+and kafkad's row is kafkad's own. `--work-us`, `--follower-us` and `--hops` add a broker's costs back (busy
+loops, call_soon chains), to see what a given cost per step does to the ratio. Run:
+.venv/bin/python -m tests.bench.replication_floor [--seconds 3] [--rounds 3] [--connections 1] [--depth 5]
+[--batch-kb 16] [--work-us 42 --follower-us 57 --hops 3]
 """
 
 from __future__ import annotations
@@ -33,11 +35,10 @@ import uvloop
 
 _LEN = struct.Struct(">I")
 _OFF = struct.Struct(">q")
-WORK_S = 0.0  # busy CPU per produce and per fetch on every broker (--work-us): kafkad's work, stood in for
-HOPS = 0  # loop iterations before the leader answers (--hops): kafkad's Task and writer wake-ups
-
-
-FOLLOWER_S: float | None = None  # busy CPU per fetch on a follower (--follower-us; default WORK_S)
+# Stand-ins for a broker's costs, set per process from the command line (_knobs):
+WORK_S = 0.0  # busy CPU on the leader per produce and per fetch (--work-us)
+FOLLOWER_S: float | None = None  # busy CPU on a follower per fetch (--follower-us; default WORK_S)
+HOPS = 0  # loop iterations before the leader sends an acks=all answer or a fetch answer (--hops)
 
 
 def _spin(work_s: float | None = None) -> None:

@@ -76,3 +76,31 @@ def test_cluster_checks_every_broker(tmp_path: Path) -> None:
     c.broker(2).expect_errors.clear()
     c.expect_errors.append(r"response writer failed")
     c.check_logs()
+
+
+def test_a_start_that_lost_its_port_retries_and_leaves_the_gated_log_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CI failure of session 9: a broker's first port was taken before kafkad bound it; the harness
+    retried on a fresh port, but the lost start's CRITICAL line stayed in kafkad.log and failed the gate."""
+    import socket
+
+    from tests.integration import broker_process
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    picks = iter([taken.getsockname()[1]])
+    real_free_port = broker_process.free_port
+    monkeypatch.setattr(broker_process, "free_port", lambda: next(picks, None) or real_free_port())
+    try:
+        b = BrokerProcess(tmp_path / "b")
+        lost = b.port
+        with b:
+            assert b.port != lost
+        side = (tmp_path / "b" / f"kafkad.port-race-{lost}.log").read_text()
+        assert "address already in use" in side
+        whole = b.log_text(since_start=False)
+        assert "address already in use" not in whole and " started: " in whole
+    finally:
+        taken.close()

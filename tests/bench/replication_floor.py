@@ -33,6 +33,8 @@ from typing import Any, NamedTuple
 
 import uvloop
 
+from tests.bench.bench_replication import _cpu
+
 _LEN = struct.Struct(">I")
 _OFF = struct.Struct(">q")
 # Stand-ins for a broker's costs, set per process from the command line (_knobs):
@@ -241,12 +243,6 @@ def _producer_main(port: int, connections: int, depth: int, batch: int, seconds:
     uvloop.run(run())
 
 
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class Round(NamedTuple):
     rate: float  # requests per second
     leader_us: float  # leader CPU per request
@@ -286,9 +282,9 @@ def one_round(
         prod.start()
         assert out.get(timeout=30) == "start"
         pids = [p.pid or 0 for p in (leader, *followers)]
-        cpu0, n0, t0 = [_cpu_s(p) for p in pids], [c.value for c in counts], time.monotonic()
+        cpu0, n0, t0 = [_cpu(p) for p in pids], [c.value for c in counts], time.monotonic()
         rate = float(out.get(timeout=seconds + 30))
-        cpu1, n1, t1 = [_cpu_s(p) for p in pids], [c.value for c in counts], time.monotonic()
+        cpu1, n1, t1 = [_cpu(p) for p in pids], [c.value for c in counts], time.monotonic()
         prod.join(10)
         requests = rate * (t1 - t0)
         fetches = sum(n1) - sum(n0)

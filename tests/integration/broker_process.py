@@ -51,7 +51,8 @@ def free_port() -> int:
     """A free TCP port on 127.0.0.1, below the kernel's ephemeral range when it can: a port the kernel hands
     out (bind to 0) is also what it hands every outgoing connection, so a broker's port picked that way can be
     taken by another process's client socket (a ZooKeeper session, a peer broker) before the broker binds it,
-    which CI met. Below that range only another explicit bind can take it (start() still retries then)."""
+    which a CI rehearsal met. Below that range only another explicit bind can take it (start() still retries
+    then)."""
     lo, hi = _BELOW_EPHEMERAL
     if hi - lo > 1000:
         for _ in range(50):

@@ -141,7 +141,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             with contextlib.suppress(OSError, AttributeError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if not self._tls:
-                self._sendfile = SendfileWriter(loop, sock.fileno(), self._wait_flushed)
+                self._sendfile = SendfileWriter(
+                    loop, sock.fileno(), self._wait_flushed, write=self._transport.writelines
+                )
         if self._session is not None:
             self._session.connection_made(transport)
         self._writer_task = loop.create_task(self._writer())
@@ -363,13 +365,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
                             if isinstance(chunk, _BYTES):
                                 out.append(chunk)
                                 continue
-                            if out:  # the bytes before a file slice leave first
-                                transport.writelines(out)
-                                out = []
                             if self._sendfile is not None:
-                                await self._sendfile.send(chunk)  # type: ignore[arg-type]
+                                # the bytes before a file slice leave with it (MSG_MORE: one packet train)
+                                await self._sendfile.send(chunk, out)  # type: ignore[arg-type]
                             else:
+                                if out:  # the bytes before a file slice leave first
+                                    transport.writelines(out)
                                 await self._copy_slice(chunk)
+                            out = []
                     # Responses already complete behind this one go out in the same write.
                     if not self._slots:
                         break

@@ -11,6 +11,11 @@ uvloop has no loop.sendfile, so the writer calls os.sendfile on the transport's 
 On the first slice over TCP the socket's send buffer is raised to `SNDBUF` (the kernel doubles it):
 sendfile's skbs only reference page-cache pages, and a buffer that holds a whole fetch response lets
 one sendfile call move it, where the default autotuned buffer needs several EAGAIN round trips.
+The bytes just before a slice (a Fetch response's headers) may be given to `send` as `head`: over TCP they
+are sent with MSG_MORE, so the kernel holds them until sendfile's last piece pushes head and records out
+together. Written on their own, they left as a packet of their own that woke the peer for a partial frame
+(a follower read each response in two wake-ups and two recvs; on loopback the sender also runs the
+receiver's softirq and wake-up once more per response).
 A short file (n == 0 before the end) means the slice no longer exists: the response is broken, so
 the caller closes the connection.
 """
@@ -21,9 +26,11 @@ import asyncio
 import contextlib
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+Bytes = bytes | bytearray | memoryview
+_HEAD_PARTS = 64  # more chunks than this in a head are joined first
 SNDBUF = 4 << 20  # SO_SNDBUF for sockets that carry sendfile data (capped by net.core.wmem_max)
 
 
@@ -46,13 +53,17 @@ class SendfileWriter:
         wait_flushed: Callable[[], Awaitable[None]],
         *,
         sndbuf: int | None = SNDBUF,
+        write: Callable[[Sequence[Bytes]], None] | None = None,
     ) -> None:
         self._loop = loop
         self._fd = sock_fd
         self._dup: int | None = None
         self._wait_flushed = wait_flushed
+        self._write = write  # the transport's writelines: a head the socket did not take at once
         self._sndbuf = sndbuf
         self._tuned = False
+        self._more = 0  # MSG_MORE once the socket is known to be TCP (_tune)
+        self._sock: socket.socket | None = None  # on a dup of the fd: sendmsg with flags
         self.bytes_sent = 0
         # The slice being pumped by the writability callback: file fd, next offset, end offset.
         self._src = -1
@@ -60,12 +71,15 @@ class SendfileWriter:
         self._end = 0
         self._done: asyncio.Future[None] | None = None
 
-    async def send(self, chunk: FileRange) -> None:
+    async def send(self, chunk: FileRange, head: Sequence[Bytes] = ()) -> None:
+        """Send `head` (bytes that go just before the slice) and then the slice."""
         await self._wait_flushed()
         if not self._tuned:
             self._tune()
         src, offset = chunk.fd, chunk.position
         end = offset + chunk.size
+        if head:
+            await self._send_head(head, end > offset)
         offset = self._send_until_full(src, offset, end)
         if offset < end:
             await self._pump(src, offset, end)
@@ -85,10 +99,27 @@ class SendfileWriter:
             self.bytes_sent += offset - start
         return offset
 
+    async def _send_head(self, head: Sequence[Bytes], more: bool) -> None:
+        """`head` onto the socket, held back (MSG_MORE) for the slice when `more` and over TCP."""
+        sent, sock = 0, self._sock
+        if len(head) > _HEAD_PARTS:  # sendmsg takes at most IOV_MAX buffers
+            head = [b"".join(head)]
+        if sock is not None:
+            with contextlib.suppress(BlockingIOError):
+                sent = sock.sendmsg(head, (), self._more if more else 0)
+        rest = b"".join(head)[sent:]
+        if not rest:
+            return
+        # The socket took part or none of it (full; or no socket object): the transport queues the rest.
+        if self._write is None:
+            raise ConnectionError("the socket is full and there is no transport to queue on")
+        self._write([rest])
+        await self._wait_flushed()
+
     async def _pump(self, src: int, offset: int, end: int) -> None:
         """Send [offset, end) of src from the writability callback; returns when all of it is sent."""
-        if self._dup is None:
-            self._dup = os.dup(self._fd)
+        if self._dup is None:  # the socket object's fd when there is one: one dup per connection
+            self._dup = self._sock.fileno() if self._sock is not None else os.dup(self._fd)
         self._src, self._offset, self._end = src, offset, end
         done: asyncio.Future[None] = self._loop.create_future()
         self._done = done
@@ -113,21 +144,23 @@ class SendfileWriter:
             done.set_result(None)
 
     def _tune(self) -> None:
-        """Raise SO_SNDBUF once, on TCP sockets only (a Unix socket's buffer means something else)."""
+        """Once: a socket object on a dup of the fd (sendmsg with flags); over TCP, MSG_MORE for heads and
+        SO_SNDBUF raised (a Unix socket's buffer means something else)."""
         self._tuned = True
-        if self._sndbuf is None:
-            return
         with contextlib.suppress(OSError):
-            s = socket.socket(fileno=os.dup(self._fd))
-            try:
-                if s.family in (socket.AF_INET, socket.AF_INET6) and (
-                    s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) < self._sndbuf
-                ):
-                    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._sndbuf)
-            finally:
-                s.close()
+            self._sock = s = socket.socket(fileno=os.dup(self._fd))
+            if s.family not in (socket.AF_INET, socket.AF_INET6):
+                return
+            self._more = socket.MSG_MORE
+            if self._sndbuf is not None and s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) < self._sndbuf:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._sndbuf)
 
     def close(self) -> None:
+        if self._sock is not None:
+            if self._dup == self._sock.fileno():
+                self._dup = None
+            self._sock.close()
+            self._sock = None
         if self._dup is not None:
             os.close(self._dup)
             self._dup = None

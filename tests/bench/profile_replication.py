@@ -54,22 +54,23 @@ def _rounds(a: argparse.Namespace, c: Any, pool: Pool, leader: int, followers: l
     wait_led_by(c, "prof1", 1, leader, 3, 60)
     for i in range(a.rounds):
         got: dict[int, float] = {}
+        lead: dict[int, float] = {}  # the leader's CPU per GiB appended, by acks
         for acks in (1, -1) if i % 2 == 0 else (-1, 1):
             topic = "prof1" if acks == 1 else "prof"
             before = {f: (_cpu(c.broker(f).pid), _log_bytes(c, f, topic)) for f in [leader, *followers]}
             got[acks] = _rate(a, c, pool, leader, topic, acks)
+            lead_moved = _log_bytes(c, leader, topic) - before[leader][1]
+            lead[acks] = (_cpu(c.broker(leader).pid) - before[leader][0]) / (lead_moved / (1 << 30))
             if acks == -1:
                 spent = sum(_cpu(c.broker(f).pid) - before[f][0] for f in followers)
                 moved = sum(_log_bytes(c, f, topic) - before[f][1] for f in followers)
                 cpu = spent / (moved / (1 << 30))
-                lead_moved = _log_bytes(c, leader, topic) - before[leader][1]
-                lead_cpu = (_cpu(c.broker(leader).pid) - before[leader][0]) / (lead_moved / (1 << 30))
         # Little's law: connections x depth requests in flight, so the mean acks=all answer time
         per_batch = 16384 // 110
         latency_ms = 1000 * a.connections * a.depth * per_batch / got[-1]
         print(
             f"round {i}: acks=1 {got[1]:.0f} acks=all {got[-1]:.0f} rec/s, ratio {got[-1] / got[1]:.3f}, "
-            f"followers {cpu:.2f} cpu-s/GiB, leader {lead_cpu:.2f} cpu-s/GiB, "
+            f"followers {cpu:.2f} cpu-s/GiB, leader {lead[-1]:.2f} cpu-s/GiB (acks=1 {lead[1]:.2f}), "
             f"acks=all mean latency {latency_ms:.2f} ms",
             flush=True,
         )

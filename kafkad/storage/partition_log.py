@@ -432,9 +432,9 @@ class PartitionLog:
         while True:
             max_position = seg.size
             if limit < leo and (next_base is None or limit < next_base):
-                found = seg.locate(limit)
+                found = seg.start_of(limit)
                 if found is not None:
-                    max_position = found[0]
+                    max_position = found
             piece = seg.read(offset, max_bytes, max_position, min_one_batch)
             if piece is not None and piece.size > 0:
                 return ReadResult([piece], piece.size)

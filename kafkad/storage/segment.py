@@ -5,10 +5,13 @@ The `.log` holds record batches exactly as stored on the wire, appended with os.
 the connection sendfiles it.
 
 Finding a position (`locate`, the fetch path): the active segment keeps a tail ring of (last offset,
-start position) of each append, in two generations of two parallel lists: the appends since the last
-offset index entry (the indexed append first) and those of the interval before it, so the ring always
-covers at least index.interval.bytes before the log end whatever the phase of the index. A new index
-entry just shifts the generations. A tail fetch bisects and reads one 27-byte header. Anything else is an
+start position) of each append, in two generations of two parallel lists: the appends since an offset
+index entry (the indexed append first) and those of the interval before it, so the ring always covers at
+least index.interval.bytes before the log end whatever the phase of the index. An index entry shifts the
+generations once the newer holds `_RING_MIN` appends (so large appends, each indexed, still leave the
+last 16-32 of them in the ring). A tail fetch bisects and reads one 27-byte header, or nothing when it
+starts where an append of the ring starts (a follower's or a caught-up consumer's next fetch: the append's
+size bounds its first batch's, so `read` needs no header unless that size exceeds max_bytes). Anything else is an
 offset-index lookup (binary search over the mmap) then a walk over the batch headers from that position,
 in memory over 16 KiB preads (the walk covers about index.interval.bytes, never one pread per batch).
 The ring is only a cache, never on disk: it starts empty (open, recovery, cleaned segments), is cleared
@@ -173,14 +176,56 @@ class LogSegment:
         Like Kafka the slice may end inside a batch (clients drop a partial last batch).
         None when no batch of this segment holds `start_offset` or later.
         """
-        found = self.locate(start_offset)
-        if found is None:
-            return None
-        start, size = found
+        hit = self._append_at(start_offset)
+        if hit is not None and (not min_one_batch or hit[1] - hit[0] <= max_size):
+            # The first batch is no larger than its append, which fits: its size changes nothing.
+            start, limit = hit[0], max_size
+        else:
+            found = self.locate(start_offset)
+            if found is None:
+                return None
+            start, size = found
+            limit = max(max_size, size) if min_one_batch else max_size
         if start >= max_position:
             return FileSlice(self._fd, start, 0)
-        limit = max(max_size, size) if min_one_batch else max_size
         return FileSlice(self._fd, start, min(max_position - start, limit))
+
+    def start_of(self, offset: int) -> int | None:
+        """The position of the first batch whose last offset >= `offset` (`locate`'s, with no read when
+        `offset` opens an append of the tail ring), or None."""
+        hit = self._append_at(offset)
+        if hit is not None:
+            return hit[0]
+        found = self.locate(offset)
+        return None if found is None else found[0]
+
+    def _append_at(self, offset: int) -> tuple[int, int] | None:
+        """(start, end) in the file of the tail ring's append that follows the one ending at `offset` - 1:
+        where a follower's or a tailing consumer's fetch begins (it asks for the offset after what it has),
+        known with no read. None for any other offset. The two generations are consecutive appends (the
+        older one ends just before the newer's first), so an append's predecessor may be in either."""
+        prev = offset - 1
+        ring = self._ring_offsets
+        i = bisect_right(ring, prev)  # the ring's append holding `offset`, if any
+        if i == len(ring):
+            return None
+        if i:
+            before = ring[i - 1]
+        else:
+            older = self._older_offsets
+            j = bisect_right(older, prev)
+            if j < len(older):  # in the older generation
+                if j == 0 or older[j - 1] != prev:
+                    return None
+                at = self._older_positions
+                return at[j], at[j + 1] if j + 1 < len(at) else self._ring_positions[0]
+            if not older:
+                return None
+            before = older[-1]
+        if before != prev:
+            return None
+        at = self._ring_positions
+        return at[i], at[i + 1] if i + 1 < len(at) else self.size
 
     def read_next_offset(self) -> int:
         """The offset after the last batch: scans only the headers after the last index entry."""
@@ -295,17 +340,19 @@ class LogSegment:
             if max_ts >= 0:  # the time index ignores a timestamp <= its newest entry's
                 self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = size
-            # Tail ring: the generations shift; this append opens the new one.
-            self._older_offsets, self._older_positions = self._ring_offsets, self._ring_positions
-            self._ring_offsets, self._ring_positions = [largest_offset], [position]
+            if len(self._ring_offsets) >= _RING_MIN:
+                # Tail ring: the generations shift; this append opens the new one.
+                self._older_offsets, self._older_positions = self._ring_offsets, self._ring_positions
+                self._ring_offsets, self._ring_positions = [largest_offset], [position]
+                return
         else:
             self.bytes_since_last_index_entry = since + size
-            offsets = self._ring_offsets
-            offsets.append(largest_offset)
-            self._ring_positions.append(position)
-            if len(offsets) >= _RING_MAX:  # only with a large index.interval.bytes: shift as if indexed
-                self._older_offsets, self._older_positions = offsets, self._ring_positions
-                self._ring_offsets, self._ring_positions = [], []
+        offsets = self._ring_offsets
+        offsets.append(largest_offset)
+        self._ring_positions.append(position)
+        if len(offsets) >= _RING_MAX:  # only with a large index.interval.bytes: shift as if indexed
+            self._older_offsets, self._older_positions = offsets, self._ring_positions
+            self._ring_offsets, self._ring_positions = [], []
 
     def truncate_to(self, offset: int) -> int:
         """Remove batches with offsets >= `offset` (batch boundaries); returns bytes removed."""
@@ -560,3 +607,7 @@ _PREFIX = struct.Struct(">qiibIhi")
 _CHUNK = 16 * 1024
 # Bound of a tail ring generation for a large index.interval.bytes (4 KiB default: <= ~70 appends).
 _RING_MAX = 512
+# The ring's generations shift at an index entry once the newer one holds this many appends: with appends
+# of index.interval.bytes or more (16 KiB produce batches) every append is indexed, and a ring of one
+# append per generation missed a follower's fetch of the last few appends (5 in flight: 5 appends).
+_RING_MIN = 16

@@ -61,10 +61,37 @@ def expected(layout: Layout, offset: int) -> tuple[int, int] | None:
     return None
 
 
+def expected_read(
+    layout: Layout, offset: int, max_size: int, max_position: int, min_one: bool
+) -> tuple[int, int] | None:
+    """Brute force: (position, size) of LogSegment.read's slice."""
+    found = expected(layout, offset)
+    if found is None:
+        return None
+    position, size = found
+    if position >= max_position:
+        return position, 0
+    return position, min(max_position - position, max(max_size, size) if min_one else max_size)
+
+
 def check_all(seg: LogSegment, layout: Layout) -> None:
     last = layout[-1][3] if layout else seg.base_offset
     for offset in range(seg.base_offset - 1, last + 3):
-        assert seg.locate(offset) == expected(layout, offset), offset
+        want = expected(layout, offset)
+        assert seg.locate(offset) == want, offset
+        assert seg.start_of(offset) == (None if want is None else want[0]), offset
+        # read(): with no read at an append's start of the ring when the append fits max_size
+        for max_size in (1, 100, 1 << 20):
+            for min_one in (False, True):
+                for max_position in (seg.size, seg.size // 2):
+                    piece = seg.read(offset, max_size, max_position, min_one)
+                    got = None if piece is None else (piece.position, piece.size)
+                    assert got == expected_read(layout, offset, max_size, max_position, min_one), (
+                        offset,
+                        max_size,
+                        min_one,
+                        max_position,
+                    )
 
 
 def new_segment(directory: Path, interval: int = 4096) -> LogSegment:
@@ -289,3 +316,50 @@ def test_locate_matches_a_brute_force_scan(
                 w.append(counts, gap)
         check_all(w.seg, w.layout)
     w.seg.destroy()
+
+
+@pytest.mark.parametrize(
+    ("interval", "appends", "target", "hit"),
+    [
+        (1 << 20, 4, 3, True),  # no index entry: every append in the newer generation
+        (1, 20, 19, True),  # every append indexed: the generations shifted at the 17th; the newest
+        (1, 20, 16, True),  # the newer generation's first: its predecessor ends the older generation
+        (1, 20, 1, True),  # early in the older generation
+        (1, 20, 0, False),  # the first append: no predecessor in the ring
+        (1, 40, 36, True),  # shifted twice (appends 0-based 32-39 newer, 16-31 older)
+        (1, 40, 10, False),  # dropped from the ring: the index and a header walk
+    ],
+)
+def test_a_fetch_where_an_append_starts_reads_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interval: int, appends: int, target: int, hit: bool
+) -> None:
+    """A follower's next fetch (the offset after its log end) starts where one of the ring's appends
+    starts: the slice comes from the ring alone, no header pread. Elsewhere (inside an append, or an
+    append larger than max_bytes with min_one_batch) the header is read as before. With interval 1 every
+    append is indexed, and the ring's generations shift every 16 appends."""
+    w = Writer(new_segment(tmp_path, interval=interval), BASE)
+    for _ in range(appends):
+        w.append([3, 2])  # appends of two batches
+    reads: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, n: int, position: int) -> bytes:
+        reads.append(position)
+        return real_pread(fd, n, position)
+
+    monkeypatch.setattr(segment_module.os, "pread", counting_pread)
+    first = w.layout[2 * target]  # the first batch of the target append
+    end = w.layout[2 * target + 2][0] if target + 1 < appends else w.seg.size
+    piece = w.seg.read(first[2], end - first[0], w.seg.size, True)
+    assert piece is not None and (piece.position, piece.size) == (first[0], end - first[0])
+    assert w.seg.start_of(first[2]) == first[0]
+    assert (reads == []) is hit
+    reads.clear()
+    inside = w.layout[2 * target + 1]  # the second batch of that append: a header walk
+    piece = w.seg.read(inside[2], 1 << 20, w.seg.size, True)
+    assert piece is not None and piece.position == inside[0]
+    assert reads
+    reads.clear()
+    piece = w.seg.read(first[2], 1, w.seg.size, True)  # max_bytes below the append: the batch's own size
+    assert piece is not None and (piece.position, piece.size) == (first[0], first[1])
+    assert reads

@@ -29,6 +29,14 @@ def _tcp_pair() -> tuple[socket.socket, socket.socket]:
     return a, b
 
 
+def _segment(tmp_path: Path, size: int) -> tuple[bytes, int]:
+    """Random bytes in a file, and a read fd on it (the caller closes it)."""
+    data = os.urandom(size)
+    path = tmp_path / "seg.log"
+    path.write_bytes(data)
+    return data, os.open(path, os.O_RDONLY)
+
+
 def _readable(s: socket.socket) -> bytes:
     try:
         return s.recv(1 << 20)
@@ -36,11 +44,16 @@ def _readable(s: socket.socket) -> bytes:
         return b""
 
 
+async def _read_into(received: bytearray, s: socket.socket, want: int) -> None:
+    loop = asyncio.get_running_loop()
+    while len(received) < want:
+        chunk = await loop.sock_recv(s, 65536)
+        assert chunk
+        received.extend(chunk)
+
+
 def test_head_is_held_for_the_slice_over_tcp(tmp_path: Path) -> None:
-    data = os.urandom(20000)
-    path = tmp_path / "seg.log"
-    path.write_bytes(data)
-    fd = os.open(path, os.O_RDONLY)
+    data, fd = _segment(tmp_path, 20000)
     a, b = _tcp_pair()
     head = [b"size", bytearray(b"header"), memoryview(b"partition")]
 
@@ -71,25 +84,14 @@ def test_head_is_held_for_the_slice_over_tcp(tmp_path: Path) -> None:
 
 
 def test_send_with_head_over_tcp_arrives_in_order(tmp_path: Path) -> None:
-    data = os.urandom(300000)
-    path = tmp_path / "seg.log"
-    path.write_bytes(data)
-    fd = os.open(path, os.O_RDONLY)
+    data, fd = _segment(tmp_path, 300000)
     a, b = _tcp_pair()
 
     async def go() -> bytes:
         loop = asyncio.get_running_loop()
         writer = SendfileWriter(loop, a.fileno(), _noop)
         received = bytearray()
-        want = 3 + 250000 + 2 + 0 + 4 + 1000
-
-        async def reader() -> None:
-            while len(received) < want:
-                chunk = await loop.sock_recv(b, 65536)
-                assert chunk
-                received.extend(chunk)
-
-        task = loop.create_task(reader())
+        task = loop.create_task(_read_into(received, b, 3 + 250000 + 2 + 0 + 4 + 1000))
         await writer.send(FileSlice(fd, 0, 250000), [b"one"])
         await writer.send(FileSlice(fd, 0, 0), [b"tw"])  # an empty slice: the head alone, pushed
         await writer.send(FileSlice(fd, 1000, 1000), [b"th", b"ree"])
@@ -107,10 +109,7 @@ def test_send_with_head_over_tcp_arrives_in_order(tmp_path: Path) -> None:
 
 
 def test_a_head_the_socket_cannot_take_goes_through_the_transport(tmp_path: Path) -> None:
-    data = os.urandom(4096)
-    path = tmp_path / "seg.log"
-    path.write_bytes(data)
-    fd = os.open(path, os.O_RDONLY)
+    _, fd = _segment(tmp_path, 4096)
     a, b = socket.socketpair()
     a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
     a.setblocking(False)

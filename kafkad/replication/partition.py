@@ -64,9 +64,7 @@ class PartitionLogLike(Protocol):
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]: ...
 
 
-def _expire(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError())
+_NEVER = float("inf")  # no deadline
 
 
 class Role(enum.Enum):
@@ -115,7 +113,13 @@ class Partition:
         self.isr_updater: IsrUpdater | None = None  # cluster mode: how this leader changes its ISR
         self._isr_change: asyncio.Task[None] | None = None
         self._followers: dict[int, FollowerState] = {}
-        self._hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        # acks=-1 Produces parked until the HW passes `last_offset`: (last_offset, future, deadline in loop
+        # time). One timer per partition (`_hw_timer`, at the earliest deadline) expires them: a timer per
+        # waiter cost every acks=-1 Produce a call_later and its cancel.
+        self._hw_waiters: list[tuple[int, asyncio.Future[None], float]] = []
+        self._hw_timer: asyncio.TimerHandle | None = None
+        self._hw_timer_at = _NEVER
+        self._hw_timer_loop: asyncio.AbstractEventLoop | None = None
         self._data_waiters: set[asyncio.Future[None]] = set()
         # Followers' parked fetches: woken by appends only (they read up to the log end; a HW move brings
         # them nothing, and waking them for it made every follower's report re-read the other's fetch),
@@ -439,14 +443,14 @@ class Partition:
         if self.high_watermark <= last_offset:
             loop = asyncio.get_running_loop()
             fut: asyncio.Future[None] = loop.create_future()
-            entry = (last_offset, fut)
+            deadline = _NEVER if timeout_s is None else loop.time() + timeout_s
+            entry = (last_offset, fut, deadline)
             self._hw_waiters.append(entry)
-            timer = None if timeout_s is None else loop.call_later(timeout_s, _expire, fut)
+            if deadline < self._hw_timer_at or self._hw_timer_loop is not loop:
+                self._arm_hw_timer(loop, deadline)
             try:
                 await fut
             finally:
-                if timer is not None:
-                    timer.cancel()
                 if not fut.done() or fut.cancelled() or fut.exception() is not None:
                     # timed out (DelayedProduce expired) or cancelled: forget it
                     fut.cancel()
@@ -549,20 +553,50 @@ class Partition:
 
     def _complete_hw_waiters(self, hw: int) -> None:
         keep = []
-        for last, fut in self._hw_waiters:
+        for entry in self._hw_waiters:
+            fut = entry[1]
             if fut.done():
                 continue
-            if hw > last:
+            if hw > entry[0]:
                 fut.set_result(None)
             else:
-                keep.append((last, fut))
+                keep.append(entry)
         self._hw_waiters = keep
 
     def _fail_hw_waiters(self, code: ErrorCode) -> None:
         waiters, self._hw_waiters = self._hw_waiters, []
-        for _, fut in waiters:
+        for _, fut, _ in waiters:
             if not fut.done():
                 fut.set_exception(KafkaError(code, f"{self.topic}-{self.index}: leadership changed"))
+
+    def _arm_hw_timer(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
+        if self._hw_timer is not None:
+            self._hw_timer.cancel()
+        self._hw_timer_at = at
+        self._hw_timer = loop.call_at(at, self._expire_hw_waiters)
+        self._hw_timer_loop = loop  # a timer of another (closed) loop never fires: tests run one per test
+
+    def _expire_hw_waiters(self) -> None:
+        """The partition's timer: waiters past their deadline time out (Kafka's DelayedProduce expiring);
+        re-armed at the earliest deadline left. Waiters completed since it was armed just left the list,
+        so with a steady flow it fires about once per request timeout, not once per request."""
+        self._hw_timer, self._hw_timer_at = None, _NEVER
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        keep = []
+        soonest = _NEVER
+        for entry in self._hw_waiters:
+            fut, deadline = entry[1], entry[2]
+            if fut.done():
+                continue
+            if deadline <= now:
+                fut.set_exception(TimeoutError())
+                continue
+            keep.append(entry)
+            soonest = min(soonest, deadline)
+        self._hw_waiters = keep
+        if soonest < _NEVER:
+            self._arm_hw_timer(loop, soonest)
 
     def _wake_data_waiters(self) -> None:
         for fut in list(self._data_waiters):

@@ -145,3 +145,51 @@ def test_wait_replicated_times_out_on_its_own_timer_and_forgets_the_waiter() -> 
         await asyncio.wait_for(waiting, 60)
 
     asyncio.run(go())
+
+
+def test_one_timer_expires_waiters_of_different_timeouts_each_at_its_deadline() -> None:
+    async def go() -> None:
+        log = FakeLog()
+        p = Partition(log, broker_id=1)
+        p.become_leader(1, isr=(1, 2), replicas=(1, 2))
+        p.append_as_leader(memoryview(b"abcd"), now_ms=0, required_acks=-1)
+        long = asyncio.ensure_future(p.wait_replicated(3, 60))
+        await asyncio.sleep(0)
+        armed = p._hw_timer
+        short = asyncio.ensure_future(p.wait_replicated(3, 0.05))  # earlier than the armed one: re-armed
+        mid = asyncio.ensure_future(p.wait_replicated(3, 0.2))
+        await asyncio.sleep(0)
+        assert p._hw_timer is not armed
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(short, 30)
+        assert not mid.done() and not long.done()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(mid, 30)
+        assert not long.done()
+        p.update_follower_position(2, 4)
+        await asyncio.wait_for(long, 30)
+        assert p._hw_waiters == []
+
+    asyncio.run(go())
+
+
+def test_waiters_completed_in_time_arm_no_timer_of_their_own() -> None:
+    """A steady flow of acks=-1 waits shares the partition's one timer (armed at the first deadline)."""
+
+    async def go() -> None:
+        log = FakeLog()
+        p = Partition(log, broker_id=1)
+        p.become_leader(1, isr=(1, 2), replicas=(1, 2))
+        armed = None
+        for _ in range(50):
+            p.append_as_leader(memoryview(b"abcd"), now_ms=0, required_acks=-1)
+            end = log.log_end_offset
+            waiting = asyncio.ensure_future(p.wait_replicated(end - 1, 30))
+            await asyncio.sleep(0)
+            armed = armed or p._hw_timer
+            assert armed is not None and p._hw_timer is armed
+            p.update_follower_position(2, end)
+            await asyncio.wait_for(waiting, 30)
+        assert p._hw_waiters == []
+
+    asyncio.run(go())

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from tests.integration.broker_process import read_log
+from tests.integration.broker_process import freeze, read_log
 
 ZK_JAR = Path("/usr/share/java/zookeeper.jar")
 SLF4J_JAR = Path("/usr/share/java/slf4j-simple.jar")
@@ -318,7 +318,7 @@ class ZooKeeperNode:
 
     def sigstop(self) -> None:
         assert self.running, f"zookeeper {self.myid} not running"
-        os.kill(self.pid, signal.SIGSTOP)
+        freeze(self.pid)  # returns once every JVM thread is stopped, not when the signal is queued
 
     def sigcont(self) -> None:
         assert self.running, f"zookeeper {self.myid} not running"

@@ -68,6 +68,34 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def thread_states(pid: int) -> list[str]:
+    """The state letter (/proc/<pid>/task/<tid>/stat, after the command's closing parenthesis) of each
+    of the process's threads."""
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            text = stat.read_text()
+        except (FileNotFoundError, ProcessLookupError):  # a thread that just exited
+            continue
+        states.append(text[text.rindex(")") + 2])
+    return states
+
+
+def freeze(pid: int, timeout_s: float = 10.0) -> None:
+    """SIGSTOP `pid` and return once every thread of it is stopped. kill() only queues the stop: each
+    thread stops on its way back to user space, and on a loaded machine one may still answer a request
+    a few milliseconds later (a paused ZooKeeper's NIO thread answered `srvr`)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states = thread_states(pid)
+        if all(s in "Tt" for s in states):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process {pid} not stopped {timeout_s} s after SIGSTOP: {states}")
+        time.sleep(0.001)
+
+
 def read_log(path: Path, offset: int = 0) -> str:
     """The text of a process log from byte `offset` on ('' before the file exists)."""
     try:
@@ -248,7 +276,7 @@ class BrokerProcess:
     def sigstop(self) -> None:
         """Freeze the process (a pause: GC, swap, a hung disk); sigcont() resumes it."""
         if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGSTOP)
+            freeze(self.proc.pid)
 
     def sigcont(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -118,8 +118,15 @@ def test_replicas_with_different_lost_tails_converge(
         3,
         overrides={
             "replica.lag.time.max.ms": "60000",  # frozen followers stay in the ISR
-            "replica.high.watermark.checkpoint.interval.ms": "100",
             "log.segment.bytes": str(64 * 1024),
+            # The faults below drop data as if never fsynced, so no recovery point may reach the checkpoint
+            # file before the power cut: a roll fsyncs the rolled segment, and every checkpoint (the HW timer,
+            # the offset-checkpoint timer, the recovery-point flush) writes the recovery point. On a slow run
+            # the "lost" middle segment was below a checkpointed recovery point: a disk that lost fsynced data,
+            # which the loader does not look for (a CI failure).
+            "replica.high.watermark.checkpoint.interval.ms": "600000",
+            "log.flush.offset.checkpoint.interval.ms": "600000",
+            "log.recovery.point.flush.ms": "0",
         },
     )
     c.wait_registered([1, 2, 3], timeout_s=60)

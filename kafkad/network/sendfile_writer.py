@@ -107,9 +107,9 @@ class SendfileWriter:
         if sock is not None:
             with contextlib.suppress(BlockingIOError):
                 sent = sock.sendmsg(head, (), self._more if more else 0)
-        rest = b"".join(head)[sent:]
-        if not rest:
+        if sent == sum(map(len, head)):  # the usual case: no copy of the head
             return
+        rest = b"".join(head)[sent:]
         # The socket took part or none of it (full; or no socket object): the transport queues the rest.
         if self._write is None:
             raise ConnectionError("the socket is full and there is no transport to queue on")
